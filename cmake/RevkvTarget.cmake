@@ -1,0 +1,44 @@
+# Compiler settings shared by every revkv target: warnings, sanitizers, debug checks.
+#
+# REVKV_SANITIZE=address  builds with AddressSanitizer + UndefinedBehaviorSanitizer
+# REVKV_SANITIZE=thread   builds with ThreadSanitizer
+# The conservative stack scanner is the only code excluded from them (see runtime/port/port.h).
+
+if(REVKV_SANITIZE STREQUAL "address")
+  add_compile_options(-fsanitize=address,undefined -fno-omit-frame-pointer -fno-sanitize-recover=undefined)
+  add_link_options(-fsanitize=address,undefined)
+  add_compile_definitions(REVKV_SANITIZER=1 REVKV_DEBUG_CHECKS=1)
+elseif(REVKV_SANITIZE STREQUAL "thread")
+  add_compile_options(-fsanitize=thread -fno-omit-frame-pointer)
+  add_link_options(-fsanitize=thread)
+  add_compile_definitions(REVKV_SANITIZER=1 REVKV_DEBUG_CHECKS=1)
+elseif(NOT REVKV_SANITIZE STREQUAL "")
+  message(FATAL_ERROR "REVKV_SANITIZE must be '', 'address' or 'thread'")
+endif()
+
+if(CMAKE_BUILD_TYPE STREQUAL "Debug")
+  add_compile_definitions(REVKV_DEBUG_CHECKS=1)
+endif()
+
+# revkv_target(<target>): warnings (errors under REVKV_WERROR) and the project include root.
+function(revkv_target target)
+  target_compile_options(${target} PRIVATE -Wall -Wextra -Wshadow -Wnon-virtual-dtor
+                                           -Wno-missing-field-initializers)
+  if(REVKV_WERROR)
+    target_compile_options(${target} PRIVATE -Werror)
+  endif()
+  target_include_directories(${target} PUBLIC ${PROJECT_SOURCE_DIR})
+endfunction()
+
+# revkv_test(<name> SOURCES ... LIBS ...): one GoogleTest binary; each TEST is its own CTest test.
+function(revkv_test name)
+  cmake_parse_arguments(T "" "TIMEOUT" "SOURCES;LIBS;LABELS" ${ARGN})
+  add_executable(${name} ${T_SOURCES})
+  revkv_target(${name})
+  target_link_libraries(${name} PRIVATE ${T_LIBS} GTest::gtest GTest::gtest_main Threads::Threads)
+  if(NOT T_TIMEOUT)
+    set(T_TIMEOUT 600)
+  endif()
+  gtest_discover_tests(${name} DISCOVERY_TIMEOUT 60
+                       PROPERTIES TIMEOUT ${T_TIMEOUT} LABELS "${T_LABELS}")
+endfunction()

@@ -1,0 +1,96 @@
+// Entry points of the collector: explicit collections, allocation slow paths, the client hook.
+#include <atomic>
+#include <cstdio>
+#include <cstdlib>
+
+#include "runtime/gc/collector.h"
+#include "runtime/heap/page_space.h"
+#include "runtime/safepoint/safepoint.h"
+#include "runtime/safepoint/thread_context.h"
+
+namespace revkv::runtime {
+
+namespace {
+std::atomic<CollectorClient*> g_client{nullptr};
+
+ThreadContext* RequireRunningThread(const char* what) {
+  ThreadContext* self = CurrentThread();
+  if (self == nullptr || self->in_collection) {
+    std::fprintf(stderr, "revkv runtime: %s on an unregistered or collecting thread\n", what);
+    std::abort();
+  }
+  return self;
+}
+}  // namespace
+
+std::mutex& CollectorMutex() {
+  static std::mutex* mu = new std::mutex();
+  return *mu;
+}
+
+CollectorClient* Client() { return g_client.load(std::memory_order_acquire); }
+void SetCollectorClient(CollectorClient* client) { g_client.store(client, std::memory_order_release); }
+void*& ThreadClientState() { return RequireRunningThread("ThreadClientState")->client_state; }
+
+void CollectMajor() {
+  ThreadContext* self = RequireRunningThread("CollectMajor");
+  RunMajorCollection(self, "requested");
+}
+
+void CollectMinor() {
+  ThreadContext* self = RequireRunningThread("CollectMinor");
+  Poll();
+  RunMinorCollection(self, "requested");
+}
+
+void RunWantedMajorCollection() {
+  ThreadContext* self = CurrentThread();
+  std::mutex& mu = CollectorMutex();
+  if (!mu.try_lock()) return;  // someone else is collecting; we will be stopped by it
+  mu.unlock();
+  if (internal::g_poll_word.load(std::memory_order_acquire) & internal::kMajorWanted) {
+    RunMajorCollection(self, "heap growth");
+  }
+}
+
+char* AllocateSmallSlow(ThreadContext* self, size_t size) {
+  if (self->in_collection) {
+    std::fprintf(stderr, "revkv runtime: allocation during a collection\n");
+    std::abort();
+  }
+  Poll();
+  ThreadHeap& heap = self->heap;
+  const size_t nursery_bytes = RuntimeOptions().nursery_bytes;
+  if (heap.nursery_chunks().empty()) {
+    if (!heap.FillNursery(nursery_bytes, self->index)) {
+      RunMajorCollection(self, "heap exhausted");
+      if (!heap.FillNursery(nursery_bytes, self->index)) {
+        RecordAllocationFailure();
+        return nullptr;
+      }
+    }
+    if (char* p = heap.TryAllocateNursery(size)) return p;
+  }
+  RunMinorCollection(self, "nursery full");
+  if (char* p = heap.TryAllocateNursery(size)) return p;
+  // Promotions in place took nursery chunks and the heap had none to give back.
+  RunMajorCollection(self, "heap exhausted");
+  heap.FillNursery(nursery_bytes, self->index);
+  heap.ResetNursery();
+  if (char* p = heap.TryAllocateNursery(size)) return p;
+  RecordAllocationFailure();
+  return nullptr;
+}
+
+char* AllocateLargeSlow(ThreadContext* self, size_t size) {
+  Poll();
+  if (char* p = PageSpace::Get().AllocateLarge(size)) return p;
+  RunMajorCollection(self, "heap exhausted");
+  if (char* p = PageSpace::Get().AllocateLarge(size)) return p;
+  RecordAllocationFailure();
+  return nullptr;
+}
+
+void ReleaseThreadHeap(ThreadContext* self) { self->heap.ReleaseNursery(); }
+
+}  // namespace revkv::runtime

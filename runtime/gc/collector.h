@@ -1,0 +1,55 @@
+// Internal interface between the heap, the safepoint module and the collectors.
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+#include <mutex>
+#include <string>
+#include <vector>
+
+#include "runtime/gc/gc.h"
+#include "runtime/heap/heap.h"
+
+namespace revkv::runtime {
+
+struct ThreadContext;
+
+// The options the runtime was started with.
+const HeapOptions& RuntimeOptions();
+
+// Allocation slow paths (heap.cc calls them). Both may reach a safepoint and collect; they return
+// nullptr when the heap is exhausted even after a major collection.
+char* AllocateSmallSlow(ThreadContext* self, size_t size);
+char* AllocateLargeSlow(ThreadContext* self, size_t size);
+
+// Runs the major collection the page space asked for (poll bit kMajorWanted), unless another thread
+// already is. Called from Poll().
+void RunWantedMajorCollection();
+
+// Runs a major collection on behalf of `self` (registered, running, not collecting).
+void RunMajorCollection(ThreadContext* self, const char* reason);
+// Runs a minor collection of `self`'s nursery.
+void RunMinorCollection(ThreadContext* self, const char* reason);
+
+// Returns the thread's nursery and allocation regions to the page space (thread exit).
+void ReleaseThreadHeap(ThreadContext* self);
+
+// The object in [chunk, fringe) containing `word`, or nullptr (heap.cc).
+Object* FindObjectInChunk(char* chunk, char* fringe, uintptr_t word);
+
+// The installed collector client, or nullptr.
+CollectorClient* Client();
+
+// Records a finished collection in the cumulative statistics and notifies listeners (statistics.cc).
+void RecordCollection(const CollectionRecord& record);
+// Adds one local collection to the calling thread's shard of the figures (cheap: every commit calls it).
+void RecordLocalCollection(uint64_t pause_nanos, uint64_t bytes_promoted);
+void RecordTimeToSafepoint(uint64_t nanos);
+void RecordAllocationFailure();
+uint64_t NextSequence(CollectionKind kind);
+uint64_t WallClockNanos();
+
+// Serializes major collections (and explicit minor ones requested while one runs).
+std::mutex& CollectorMutex();
+
+}  // namespace revkv::runtime

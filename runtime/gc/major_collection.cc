@@ -1,0 +1,390 @@
+// The major collection: stop-the-world, mostly-copying (seed 003's "sketch of (major) garbage
+// collection", steps 1-9, with seed 000's global/local split and DESIGN 2.3's revision chains).
+//
+//  1. Stop the world; retire every thread's allocation regions so all chunks parse; condemn every
+//     old chunk (from-space).
+//  2. Ambiguous roots: each registered thread's stack from its published top to its base, and its
+//     saved registers. An ambiguous word into a condemned chunk pins the object it points into
+//     (interior pointers included); into a large object, marks it. Nothing it points to moves.
+//  3. Precise roots: the global root table, every Root<T>, every nursery (scanned in place: objects
+//     in a nursery never move during a major collection), and every thread's transaction state
+//     through the CollectorClient — relocated *exactly*, never along a chain.
+//  4. Evacuation: unpinned objects reachable from the roots are copied into fresh chunks, leaving a
+//     forwarding address; to-space is scanned in allocation order (Cheney), pinned and large objects
+//     from a stack. Heap references to a revisioned object are first collapsed along its chain to the
+//     newest revision whose commit time is at most the snapshot horizon (CollapseChain below: the one
+//     place where revision chains are shortened by the collector).
+//  5. Sweep: condemned chunks without pinned objects are freed; pinned chunks keep their pinned
+//     objects, the rest of them becomes filler that allocation reuses; unmarked large objects are
+//     freed; empty pages go back to the page space.
+// The remembered sets (old-to-nursery slots) are rebuilt while scanning, since the slots move.
+#include <algorithm>
+#include <cstdio>
+#include <cstdlib>
+#include <cstring>
+#include <unordered_map>
+
+#include "runtime/gc/collector.h"
+#include "runtime/gc/roots.h"
+#include "runtime/gc/scan_queue.h"
+#include "runtime/heap/object_format.h"
+#include "runtime/heap/page_space.h"
+#include "runtime/safepoint/safepoint.h"
+#include "runtime/safepoint/thread_context.h"
+
+namespace revkv::runtime {
+
+namespace {
+constexpr size_t kMinHoleBytes = 64;
+uint64_t g_nonhead_survivors = 0;     // collector mutex
+uint64_t g_superseded_at_last = 0;    // collector mutex
+}  // namespace
+
+class MajorCollector final : public Relocator {
+ public:
+  MajorCollector(ThreadContext* self, const char* reason) : self_(self), reason_(reason) {}
+
+  void Run() {
+    const uint64_t requested = port::NowNanos();
+    const uint64_t start_wall = WallClockNanos();
+    PublishStackAndRegisters(self_);
+    ThreadRegistry& registry = ThreadRegistry::Get();
+    const uint64_t tts = registry.StopTheWorld(self_);
+    internal::g_poll_word.fetch_and(~internal::kMajorWanted, std::memory_order_relaxed);
+    RecordTimeToSafepoint(tts);
+    const size_t before = PageSpace::Get().InUseBytes();
+
+    client_ = Client();
+    horizon_ = client_ != nullptr ? client_->SnapshotHorizon() : 0;
+    for (ThreadContext* t : registry.threads()) {
+      threads_by_index_[t->index] = t;
+      t->heap.RetireRegions();
+      t->heap.DropOldRegion();
+      t->heap.remembered().clear();
+    }
+    Condemn();
+    for (ThreadContext* t : registry.threads()) ScanStackConservatively(t);
+    ScanPreciseRoots(registry);
+    queue_.Drain([this](Object* o) { Scan(o); });
+    Sweep();
+    PageSpace::Get().RebuildAfterCollection();
+    PageSpace::Get().SetPinnedFigures(pinned_bytes_, pinned_chunks_.size());
+    const size_t after = PageSpace::Get().InUseBytes();
+    SetNextTrigger(after);
+
+    CollectionRecord r{};
+    r.kind = CollectionKind::kMajor;
+    r.sequence = NextSequence(CollectionKind::kMajor);
+    r.start_unix_nanos = start_wall;
+    r.time_to_safepoint_nanos = tts;
+    r.heap_bytes_before = before;
+    r.heap_bytes_after = after;
+    r.bytes_copied = bytes_copied_;
+    r.objects_copied = objects_copied_;
+    r.pinned_objects = pinned_objects_;
+    r.pinned_chunks = pinned_chunks_.size();
+    r.pinned_bytes = pinned_bytes_;
+    r.chains_collapsed = chains_collapsed_;
+    r.revisions_freed = RevisionsFreed();
+    r.threads = static_cast<uint32_t>(registry.threads().size());
+    r.reason = reason_;
+    registry.ResumeTheWorld();
+    r.pause_nanos = port::NowNanos() - requested;
+    RecordCollection(r);
+  }
+
+  Object* Relocate(Object* o) override { return o == nullptr ? o : Evacuate(o); }
+
+ private:
+  // ----- step 1 -----
+  void Condemn() {
+    for (PageHeader* page : PageSpace::Get().SmallPages()) {
+      const size_t fresh = std::min<size_t>(page->next_fresh_chunk.load(std::memory_order_relaxed), kChunksPerPage);
+      for (size_t i = 1; i < fresh; ++i) {
+        ChunkInfo& info = page->chunk[i];
+        info.gc_flags = 0;
+        if (page->chunk_kind[i].load(std::memory_order_relaxed) == ChunkKind::kOld) {
+          info.gc_flags = kChunkCondemned;
+          info.has_holes = 0;
+          info.pinned_bytes = 0;
+        }
+      }
+    }
+  }
+
+  // ----- step 2 -----
+  REVKV_NO_SANITIZE_STACK_SCAN void ScanStackConservatively(ThreadContext* t) {
+    for (uintptr_t w : t->registers.words) PinWord(w);
+    const uintptr_t top = t->stack_top.load(std::memory_order_relaxed) & ~uintptr_t{7};
+    for (uintptr_t a = top; a < t->stack_high; a += sizeof(uintptr_t)) {
+      PinWord(*reinterpret_cast<const uintptr_t*>(a));
+    }
+  }
+
+  void PinWord(uintptr_t w) {
+    Object* o = ResolveAmbiguousWord(w);
+    if (o == nullptr) return;
+    const ChunkKind kind = ChunkKindOf(o);
+    if (kind == ChunkKind::kLargeHead) {
+      MarkLarge(o);
+    } else if (kind == ChunkKind::kOld && (ChunkInfoOf(o).gc_flags & kChunkCondemned)) {
+      Pin(o);
+    }
+  }
+
+  void Pin(Object* o) {
+    if (o->flags() & kPinned) return;
+    o->SetFlagsExclusive(o->flags() | kPinned);
+    ++pinned_objects_;
+    queue_.PushInPlace(o);
+    char* chunk = ChunkBaseOf(o);
+    ChunkInfo& info = ChunkInfoOf(chunk);
+    if (!(info.gc_flags & kChunkHasPinned)) {
+      info.gc_flags |= kChunkHasPinned;
+      pinned_chunks_.push_back(chunk);
+    }
+  }
+
+  void MarkLarge(Object* o) {
+    if (o->flags() & kMarked) return;
+    o->SetFlagsExclusive(o->flags() | kMarked);
+    queue_.PushInPlace(o);
+  }
+
+  // ----- step 3 -----
+  void ScanPreciseRoots(ThreadRegistry& registry) {
+    {
+      GlobalRootTable& table = GlobalRootTable::Get();
+      std::lock_guard<std::mutex> lock(table.mutex());
+      for (GlobalRoot* root : table.roots()) {
+        Object* v = root->value_.load(std::memory_order_relaxed);
+        if (v == nullptr) continue;
+        root->value_.store(Evacuate(CollapseChain(v)), std::memory_order_relaxed);
+      }
+    }
+    for (ThreadContext* t : registry.threads()) {
+      for (internal::RootNode* n = t->roots.next; n != &t->roots; n = n->next) {
+        if (n->value != nullptr) n->value = Evacuate(n->value);
+      }
+      for (char* chunk : t->heap.nursery_chunks()) {
+        char* fringe = ChunkInfoOf(chunk).fringe;
+        for (char* p = chunk; p < fringe; p += SizeAt(p)) {
+          if (!IsFiller(p)) Scan(reinterpret_cast<Object*>(p));
+        }
+      }
+      if (client_ != nullptr && t->client_state != nullptr) {
+        client_->RelocateThreadState(t->client_state, *this, CollectionKind::kMajor);
+      }
+    }
+  }
+
+  // ----- step 4 -----
+  // The address of `o` after this collection, copying it if it is in from-space and not pinned.
+  Object* Evacuate(Object* o) {
+    ChunkInfo& info = ChunkInfoOf(o);
+    if (info.gc_flags & kChunkCondemned) {
+      const uint16_t f = o->flags();
+      if (f & kForwarded) return reinterpret_cast<Object*>(o->h_revision.load(std::memory_order_relaxed));
+      if (f & kPinned) return o;
+      const size_t size = o->size();
+      char* to = AllocateToSpace(size);
+      if (to == nullptr) {  // no chunk left: it stays where it is, like a pinned object
+        Pin(o);
+        return o;
+      }
+      std::memcpy(to, static_cast<void*>(o), size);
+      o->SetFlagsExclusive(f | kForwarded);
+      o->h_revision.store(reinterpret_cast<uintptr_t>(to), std::memory_order_relaxed);
+      queue_.NoteCopy(to, size);
+      bytes_copied_ += size;
+      ++objects_copied_;
+      return reinterpret_cast<Object*>(to);
+    }
+    if (ChunkKindOf(o) == ChunkKind::kLargeHead) MarkLarge(o);
+    return o;  // in a nursery (scanned as a root), in to-space, or large
+  }
+
+  // Where `o` is now if it has already moved, else `o`.
+  static Object* Current(Object* o) {
+    if ((ChunkInfoOf(o).gc_flags & kChunkCondemned) && (o->flags() & kForwarded)) {
+      return reinterpret_cast<Object*>(o->h_revision.load(std::memory_order_relaxed));
+    }
+    return o;
+  }
+
+  // DESIGN 2.3 "Collapsing chains in a major collection": a heap reference to revision `o` may be
+  // redirected to a newer revision C of the same object only if C's commit time is at most the
+  // horizon (the oldest live snapshot, or the clock), so that no live snapshot loses the revision it
+  // reads. Returns the newest such revision on o's chain (o itself if none). Applies only to global
+  // revisioned objects; transaction state never goes through here.
+  Object* CollapseChain(Object* o) {
+    if (horizon_ == 0 || !LayoutOf(o->type()).versioned) return o;
+    Object* cur = o;
+    for (;;) {
+      Object* c = Current(cur);
+      if (!(c->flags() & kGlobal)) return cur;
+      const uintptr_t v = c->h_revision.load(std::memory_order_relaxed);
+      if (!IsRevisionPointer(v) || v == 0) return cur;
+      auto* next = reinterpret_cast<Object*>(v);
+      const uint64_t t = static_cast<VersionedObject*>(Current(next))->h_commit_time.load(std::memory_order_relaxed);
+      if (t > horizon_) return cur;
+      cur = next;
+      if (cur != o) ++chains_collapsed_;
+    }
+  }
+
+  void Scan(Object* o) {
+    const bool in_nursery = ChunkKindOf(o) == ChunkKind::kNursery;
+    ForEachReferenceSlot(o, [&](std::atomic<Object*>* slot) {
+      Object* v = slot->load(std::memory_order_relaxed);
+      if (v == nullptr) return;
+      Object* n = Evacuate(CollapseChain(v));
+      if (n != v) slot->store(n, std::memory_order_relaxed);
+      if (!in_nursery && ChunkKindOf(n) == ChunkKind::kNursery) Remember(slot, n);
+    });
+    // h_revision: a pointer on a global object is a chain link (a heap reference, collapsed like
+    // one); on a local object it names the original this copy was made from (transaction state:
+    // exact). Odd values are timestamps; a lock value here would mean a thread reached a safepoint
+    // while holding header locks, which the STM never does.
+    const uintptr_t v = o->h_revision.load(std::memory_order_relaxed);
+    if (IsRevisionPointer(v) && v != 0) {
+      auto* target = reinterpret_cast<Object*>(v);
+      const bool global = (o->flags() & kGlobal) != 0;
+      Object* n = Evacuate(global ? CollapseChain(target) : target);
+      if (n != target) o->h_revision.store(reinterpret_cast<uintptr_t>(n), std::memory_order_relaxed);
+      if (global && LayoutOf(o->type()).versioned) ++nonhead_survivors_;
+    } else if (IsLockValue(v)) {
+      std::fprintf(stderr, "revkv runtime: major collection found a locked header (%p)\n", static_cast<void*>(o));
+      std::abort();
+    }
+  }
+
+  void Remember(std::atomic<Object*>* slot, Object* target) {
+    auto it = threads_by_index_.find(ChunkInfoOf(target).owner);
+    if (it != threads_by_index_.end()) it->second->heap.remembered().push_back(slot);
+  }
+
+  char* AllocateToSpace(size_t size) {
+    if (size > static_cast<size_t>(to_limit_ - to_cursor_)) {
+      if (to_cursor_ != nullptr) ChunkInfoOf(to_cursor_ - 1).fringe = to_cursor_;
+      char* chunk = PageSpace::Get().AcquireChunk(ChunkKind::kOld, 0);
+      if (chunk == nullptr) {
+        to_cursor_ = to_limit_ = nullptr;
+        return nullptr;
+      }
+      to_cursor_ = chunk;
+      to_limit_ = chunk + kChunkSize;
+    }
+    char* p = to_cursor_;
+    to_cursor_ += size;
+    return p;
+  }
+
+  // ----- step 5 -----
+  void Sweep() {
+    if (to_cursor_ != nullptr) ChunkInfoOf(to_cursor_ - 1).fringe = to_cursor_;
+    PageSpace& space = PageSpace::Get();
+    for (char* chunk : pinned_chunks_) KeepPinnedObjects(chunk);
+    for (PageHeader* page : space.SmallPages()) {
+      for (size_t i = 1; i < kChunksPerPage; ++i) {
+        ChunkInfo& info = page->chunk[i];
+        if ((info.gc_flags & kChunkCondemned) && !(info.gc_flags & kChunkHasPinned)) {
+          space.SetChunkKind(page->ChunkStart(i), ChunkKind::kFree);
+        }
+        info.gc_flags = 0;
+      }
+    }
+    for (PageHeader* page : space.LargePages()) {
+      for (size_t i = 1; i < kChunksPerPage; ++i) {
+        if (page->chunk_kind[i].load(std::memory_order_relaxed) != ChunkKind::kLargeHead) continue;
+        auto* o = reinterpret_cast<Object*>(page->ChunkStart(i));
+        if (o->flags() & kMarked) {
+          o->ClearFlags(kMarked);
+        } else {
+          space.FreeLargeRun(page, i);
+        }
+      }
+    }
+  }
+
+  // A pinned chunk keeps its pinned objects where they are; everything between them becomes filler
+  // (seed 003 step 8: "pinned chunks ... so that future allocation can work around them").
+  void KeepPinnedObjects(char* chunk) {
+    ChunkInfo& info = ChunkInfoOf(chunk);
+    char* p = chunk;
+    char* hole = nullptr;
+    char* live_end = chunk;
+    bool has_holes = false;
+    uint32_t kept = 0;
+    while (p < info.fringe) {
+      auto* o = reinterpret_cast<Object*>(p);
+      const uint32_t n = o->size();
+      if (!IsFiller(p) && (o->flags() & kPinned)) {
+        o->ClearFlags(kPinned);
+        if (hole != nullptr) {
+          HeaderAccess::InitFiller(hole, static_cast<size_t>(p - hole));
+          has_holes |= static_cast<size_t>(p - hole) >= kMinHoleBytes;
+          hole = nullptr;
+        }
+        kept += n;
+        live_end = p + n;
+      } else if (hole == nullptr) {
+        hole = p;
+      }
+      p += n;
+    }
+    info.fringe = live_end;
+    info.pinned_bytes = kept;
+    info.has_holes = has_holes || (chunk + kChunkSize - live_end) >= static_cast<ptrdiff_t>(kMinHoleBytes);
+    pinned_bytes_ += kept;
+  }
+
+  uint64_t RevisionsFreed() {
+    if (client_ == nullptr) return 0;
+    const uint64_t superseded = client_->RevisionsSuperseded();
+    const uint64_t candidates = g_nonhead_survivors + (superseded - g_superseded_at_last);
+    g_superseded_at_last = superseded;
+    g_nonhead_survivors = nonhead_survivors_;
+    return candidates > nonhead_survivors_ ? candidates - nonhead_survivors_ : 0;
+  }
+
+  void SetNextTrigger(size_t after) {
+    const HeapOptions& o = RuntimeOptions();
+    const size_t max = PageSpace::Get().MaxBytes();
+    size_t next = std::max(o.min_major_trigger_bytes, static_cast<size_t>(static_cast<double>(after) * o.major_growth_factor));
+    const size_t ceiling = max - max / 8;
+    if (next > ceiling) next = std::max(ceiling, after + (max > after ? (max - after) / 2 : 0));
+    PageSpace::Get().SetNextMajorTrigger(next);
+  }
+
+  ThreadContext* self_;
+  const char* reason_;
+  CollectorClient* client_ = nullptr;
+  uint64_t horizon_ = 0;
+  ScanQueue queue_;
+  std::unordered_map<uint16_t, ThreadContext*> threads_by_index_;
+  std::vector<char*> pinned_chunks_;
+  char* to_cursor_ = nullptr;
+  char* to_limit_ = nullptr;
+  uint64_t bytes_copied_ = 0;
+  uint64_t objects_copied_ = 0;
+  uint64_t pinned_objects_ = 0;
+  uint64_t pinned_bytes_ = 0;
+  uint64_t chains_collapsed_ = 0;
+  uint64_t nonhead_survivors_ = 0;
+};
+
+void RunMajorCollection(ThreadContext* self, const char* reason) {
+  std::mutex& mu = CollectorMutex();
+  if (!mu.try_lock()) {
+    // Another thread is collecting: wait for it without holding up its stop-the-world.
+    ThreadRegistry::Get().EnterSafeRegion(self);
+    mu.lock();
+    ThreadRegistry::Get().LeaveSafeRegion(self);
+  }
+  MajorCollector collector(self, reason);
+  collector.Run();
+  mu.unlock();
+}
+
+}  // namespace revkv::runtime

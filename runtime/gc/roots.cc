@@ -1,0 +1,59 @@
+// Precise roots: the per-thread Root<T> lists and the global root table (gc.h section 1).
+#include <algorithm>
+#include <cstdio>
+#include <cstdlib>
+#include <mutex>
+#include <vector>
+
+#include "runtime/gc/roots.h"
+#include "runtime/safepoint/thread_context.h"
+
+namespace revkv::runtime {
+
+namespace internal {
+void LinkRoot(RootNode* node) {
+  ThreadContext* self = CurrentThread();
+  if (self == nullptr) {
+    std::fprintf(stderr, "revkv runtime: Root<> on an unregistered thread\n");
+    std::abort();
+  }
+  RootNode* head = &self->roots;
+  node->prev = head;
+  node->next = head->next;
+  head->next->prev = node;
+  head->next = node;
+}
+
+void UnlinkRoot(RootNode* node) {
+  node->prev->next = node->next;
+  node->next->prev = node->prev;
+}
+}  // namespace internal
+
+GlobalRootTable& GlobalRootTable::Get() {
+  static GlobalRootTable* table = new GlobalRootTable();
+  return *table;
+}
+
+void GlobalRootTable::Add(GlobalRoot* root) {
+  std::lock_guard<std::mutex> lock(mu_);
+  roots_.push_back(root);
+}
+
+void GlobalRootTable::Remove(GlobalRoot* root) {
+  std::lock_guard<std::mutex> lock(mu_);
+  roots_.erase(std::find(roots_.begin(), roots_.end(), root));
+}
+
+GlobalRoot::GlobalRoot() { GlobalRootTable::Get().Add(this); }
+GlobalRoot::~GlobalRoot() { GlobalRootTable::Get().Remove(this); }
+
+void GlobalRoot::Store(Object* value) {
+  if (value != nullptr && IsInNursery(value)) {
+    std::fprintf(stderr, "revkv runtime: GlobalRoot::Store of a nursery object\n");
+    std::abort();
+  }
+  value_.store(value, std::memory_order_release);
+}
+
+}  // namespace revkv::runtime

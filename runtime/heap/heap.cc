@@ -1,0 +1,144 @@
+// Start-up, allocation and inspection of the heap (heap.h sections 6-8).
+#include "runtime/heap/heap.h"
+
+#include <cstdio>
+#include <cstdlib>
+#include <cstring>
+#include <mutex>
+
+#include "absl/strings/str_format.h"
+#include "runtime/gc/collector.h"
+#include "runtime/heap/object_format.h"
+#include "runtime/heap/page_space.h"
+#include "runtime/safepoint/thread_context.h"
+
+namespace revkv::runtime {
+
+namespace {
+HeapOptions g_options;
+std::once_flag g_init_once;
+
+ThreadContext* RequireThread() {
+  ThreadContext* self = CurrentThread();
+  if (self == nullptr) {
+    std::fprintf(stderr, "revkv runtime: allocation on an unregistered thread\n");
+    std::abort();
+  }
+  return self;
+}
+
+Object* InitObject(char* p, TypeId type, size_t size) {
+  HeaderAccess::Init(p, type, static_cast<uint32_t>(size));
+  std::memset(p + sizeof(Object), 0, size - sizeof(Object));
+  return reinterpret_cast<Object*>(p);
+}
+
+absl::Status Exhausted(size_t size) {
+  const HeapUsage u = PageSpace::Get().Usage();
+  return absl::ResourceExhaustedError(absl::StrFormat(
+      "heap exhausted: cannot allocate %u bytes (in use %u of a %u-byte maximum after a full collection)",
+      size, u.nursery_bytes + u.old_bytes + u.large_bytes, u.max_bytes));
+}
+}  // namespace
+
+const HeapOptions& InitializeRuntime(const HeapOptions& options) {
+  std::call_once(g_init_once, [&] {
+    g_options = options;
+    PageSpace::Get().Configure(options);
+    (void)DescribeType(kBytesTypeId);  // registers the built-in types
+  });
+  return g_options;
+}
+
+const HeapOptions& RuntimeOptions() { return g_options; }
+
+void SetMaxHeapBytes(size_t bytes) {
+  InitializeRuntime();
+  PageSpace::Get().SetMaxBytes(bytes);
+}
+
+absl::StatusOr<Object*> Allocate(TypeId type, size_t size) {
+  size = AlignObjectSize(std::max(size, kMinObjectSize));
+  ThreadContext* self = RequireThread();
+  if (size <= kLargeObjectThreshold) {
+    char* p = self->heap.TryAllocateNursery(size);
+    if (p == nullptr) [[unlikely]] {
+      p = AllocateSmallSlow(self, size);
+      if (p == nullptr) return Exhausted(size);
+    }
+    return InitObject(p, type, size);
+  }
+  if (size > kMaxObjectSize) {
+    return absl::InvalidArgumentError(
+        absl::StrFormat("object of %u bytes exceeds the heap's largest object (%u bytes)", size, kMaxObjectSize));
+  }
+  char* p = AllocateLargeSlow(self, size);
+  if (p == nullptr) return Exhausted(size);
+  g_bytes_allocated.fetch_add(size, std::memory_order_relaxed);
+  return InitObject(p, type, size);
+}
+
+absl::StatusOr<Bytes*> NewBytes(std::string_view data) {
+  absl::StatusOr<Object*> o = Allocate(kBytesTypeId, sizeof(Bytes) + data.size());
+  if (!o.ok()) return o.status();
+  auto* b = static_cast<Bytes*>(*o);
+  HeaderAccess::SetBytesLength(b, data.size());
+  if (!data.empty()) std::memcpy(b->mutable_data(), data.data(), data.size());
+  return b;
+}
+
+HeapUsage GetHeapUsage() { return PageSpace::Get().Usage(); }
+
+bool IsHeapAddress(const void* p) { return PageSpace::Get().Contains(p); }
+
+Object* FindObjectInChunk(char* chunk, char* fringe, uintptr_t word) {
+  char* p = chunk;
+  while (p < fringe) {
+    const uint32_t n = SizeAt(p);
+    if (n == 0) break;  // unparseable: never expected; treat as "no object"
+    if (word < reinterpret_cast<uintptr_t>(p) + n) {
+      return IsFiller(p) ? nullptr : reinterpret_cast<Object*>(p);
+    }
+    p += n;
+  }
+  return nullptr;
+}
+
+Object* ResolveAmbiguousWord(uintptr_t word) {
+  const void* addr = reinterpret_cast<const void*>(word);
+  if (!PageSpace::Get().Contains(addr)) return nullptr;
+  PageHeader* page = PageOf(addr);
+  const size_t index = ChunkIndexOf(addr);
+  if (index == 0 || !page->in_use) return nullptr;
+  switch (page->chunk_kind[index].load(std::memory_order_relaxed)) {
+    case ChunkKind::kFree:
+    case ChunkKind::kHeader:
+      return nullptr;
+    case ChunkKind::kLargeHead:
+    case ChunkKind::kLargeTail: {
+      const size_t head = page->chunk_kind[index].load(std::memory_order_relaxed) == ChunkKind::kLargeHead
+                              ? index
+                              : page->chunk[index].run_chunks;
+      auto* o = reinterpret_cast<Object*>(page->ChunkStart(head));
+      return word < reinterpret_cast<uintptr_t>(o) + o->size() ? o : nullptr;
+    }
+    case ChunkKind::kNursery:
+    case ChunkKind::kOld:
+      return FindObjectInChunk(page->ChunkStart(index), page->chunk[index].fringe, word);
+  }
+  return nullptr;
+}
+
+namespace internal {
+void RememberSlot(std::atomic<Object*>* slot) {
+  std::vector<std::atomic<Object*>*>& set = RequireThread()->heap.remembered();
+  if (!set.empty() && set.back() == slot) return;  // the common case of a slot written in a loop
+  set.push_back(slot);
+  if (set.size() >= (size_t{1} << 20) && (set.size() & (set.size() - 1)) == 0) {
+    std::sort(set.begin(), set.end());
+    set.erase(std::unique(set.begin(), set.end()), set.end());
+  }
+}
+}  // namespace internal
+
+}  // namespace revkv::runtime

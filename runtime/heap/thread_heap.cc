@@ -1,0 +1,194 @@
+// Implementation of the per-thread heap (see thread_heap.h).
+#include "runtime/heap/thread_heap.h"
+
+#include <algorithm>
+#include <cstring>
+
+#include "runtime/heap/object_format.h"
+#include "runtime/heap/page_space.h"
+
+namespace revkv::runtime {
+
+std::atomic<uint64_t> g_bytes_allocated{0};
+
+namespace {
+// Holes smaller than this are not worth allocating into.
+constexpr size_t kMinHoleBytes = 64;
+// Debug builds fill a reset nursery with this byte, so a stale pointer into it fails loudly.
+constexpr int kPoisonByte = 0xDB;
+}  // namespace
+
+void BumpRegion::Retire() {
+  if (cursor == nullptr) return;
+  if (to_chunk_end) {
+    ChunkInfoOf(cursor == limit ? cursor - 1 : cursor).fringe = cursor;
+  } else if (cursor < limit) {
+    HeaderAccess::InitFiller(cursor, static_cast<size_t>(limit - cursor));
+  }
+  cursor = limit = nullptr;
+  to_chunk_end = false;
+}
+
+bool ThreadHeap::FillNursery(size_t bytes, uint16_t owner) {
+  nursery_target_chunks_ = std::max<size_t>(1, bytes / kChunkSize);
+  while (nursery_chunks_.size() < nursery_target_chunks_) {
+    char* chunk = PageSpace::Get().AcquireChunk(ChunkKind::kNursery, owner);
+    if (chunk == nullptr) break;
+    nursery_chunks_.push_back(chunk);
+  }
+  if (nursery_chunks_.empty()) return false;
+  if (nursery_.cursor == nullptr) {
+    nursery_index_ = 0;
+    nursery_.cursor = nursery_chunks_[0];
+    nursery_.limit = nursery_chunks_[0] + kChunkSize;
+    nursery_.to_chunk_end = true;
+  }
+  return true;
+}
+
+char* ThreadHeap::NextNurseryChunk(size_t size) {
+  if (nursery_.cursor == nullptr) return nullptr;  // no nursery yet
+  while (nursery_index_ + 1 < nursery_chunks_.size()) {
+    ChunkInfoOf(nursery_chunks_[nursery_index_]).fringe = nursery_.cursor;
+    g_bytes_allocated.fetch_add(static_cast<size_t>(nursery_.cursor - nursery_chunks_[nursery_index_]),
+                                std::memory_order_relaxed);
+    ++nursery_index_;
+    char* chunk = nursery_chunks_[nursery_index_];
+    nursery_.cursor = chunk;
+    nursery_.limit = chunk + kChunkSize;
+    if (size <= kChunkSize) {
+      nursery_.cursor += size;
+      return chunk;
+    }
+  }
+  return nullptr;
+}
+
+size_t ThreadHeap::NurseryUsedBytes() const {
+  if (nursery_chunks_.empty() || nursery_.cursor == nullptr) return 0;
+  return nursery_index_ * kChunkSize + static_cast<size_t>(nursery_.cursor - nursery_chunks_[nursery_index_]);
+}
+
+void ThreadHeap::RetireRegions() {
+  if (nursery_.cursor != nullptr && !nursery_chunks_.empty()) {
+    ChunkInfoOf(nursery_chunks_[nursery_index_]).fringe = nursery_.cursor;
+  }
+  // The old region stays usable after a minor or local collection, so write its filler / fringe but
+  // keep allocating where it left off.
+  if (old_.cursor != nullptr) {
+    BumpRegion saved = old_;
+    old_.Retire();
+    old_ = saved;
+  }
+}
+
+void ThreadHeap::DropOldRegion() {
+  old_ = BumpRegion();
+  hole_chunk_ = nullptr;
+  hole_scan_ = nullptr;
+}
+
+void ThreadHeap::ResetNursery() {
+  if (nursery_chunks_.empty()) return;
+  g_bytes_allocated.fetch_add(NurseryUsedBytes() - nursery_index_ * kChunkSize, std::memory_order_relaxed);
+  for (size_t i = 0; i <= nursery_index_ && i < nursery_chunks_.size(); ++i) {
+    ChunkInfo& info = ChunkInfoOf(nursery_chunks_[i]);
+#ifdef REVKV_DEBUG_CHECKS
+    std::memset(nursery_chunks_[i], kPoisonByte, kChunkSize);
+#endif
+    info.fringe = nursery_chunks_[i];
+  }
+  // Top the nursery back up if promotions in place shrank it.
+  if (nursery_chunks_.size() < nursery_target_chunks_) {
+    const uint16_t owner = ChunkInfoOf(nursery_chunks_[0]).owner;
+    while (nursery_chunks_.size() < nursery_target_chunks_) {
+      char* chunk = PageSpace::Get().AcquireChunk(ChunkKind::kNursery, owner);
+      if (chunk == nullptr) break;
+      nursery_chunks_.push_back(chunk);
+    }
+  }
+  nursery_index_ = 0;
+  remembered_.clear();
+  if (nursery_chunks_.empty()) {  // the heap is exhausted; allocation will report it
+    nursery_ = BumpRegion();
+    return;
+  }
+  nursery_.cursor = nursery_chunks_[0];
+  nursery_.limit = nursery_chunks_[0] + kChunkSize;
+  nursery_.to_chunk_end = true;
+}
+
+void ThreadHeap::PromoteNurseryChunk(char* chunk, uint16_t owner) {
+  auto it = std::find(nursery_chunks_.begin(), nursery_chunks_.end(), chunk);
+  if (it == nursery_chunks_.end()) return;
+  const size_t pos = static_cast<size_t>(it - nursery_chunks_.begin());
+  PageSpace::Get().SetChunkKind(chunk, ChunkKind::kOld);
+  ChunkInfoOf(chunk).owner = 0;
+  char* replacement = PageSpace::Get().AcquireChunk(ChunkKind::kNursery, owner);
+  if (replacement != nullptr) {
+    *it = replacement;
+  } else {
+    nursery_chunks_.erase(it);
+    if (nursery_index_ > pos || nursery_index_ >= nursery_chunks_.size()) {
+      nursery_index_ = nursery_index_ > 0 ? nursery_index_ - 1 : 0;
+    }
+  }
+}
+
+void ThreadHeap::ReleaseNursery() {
+  for (char* chunk : nursery_chunks_) PageSpace::Get().ReleaseChunk(chunk);
+  nursery_chunks_.clear();
+  nursery_ = BumpRegion();
+  nursery_index_ = 0;
+  old_.Retire();
+  DropOldRegion();
+  remembered_.clear();
+}
+
+bool ThreadHeap::NextHole(size_t size) {
+  char* chunk_end = hole_chunk_ + kChunkSize;
+  char* fringe = ChunkInfoOf(hole_chunk_).fringe;
+  while (hole_scan_ < fringe) {
+    char* p = hole_scan_;
+    const size_t n = SizeAt(p);
+    hole_scan_ += n;
+    if (IsFiller(p) && n >= std::max(size, kMinHoleBytes)) {
+      old_.cursor = p;
+      old_.limit = p + n;
+      old_.to_chunk_end = false;
+      return true;
+    }
+  }
+  if (hole_scan_ == fringe && static_cast<size_t>(chunk_end - fringe) >= size) {
+    hole_scan_ = chunk_end;
+    old_.cursor = fringe;
+    old_.limit = chunk_end;
+    old_.to_chunk_end = true;
+    return true;
+  }
+  hole_chunk_ = nullptr;
+  return false;
+}
+
+char* ThreadHeap::AllocateOldSlow(size_t size, uint16_t owner) {
+  old_.Retire();
+  for (;;) {
+    if (hole_chunk_ != nullptr && NextHole(size)) break;
+    if (char* chunk = PageSpace::Get().TakeHoleChunk(owner)) {
+      hole_chunk_ = chunk;
+      hole_scan_ = chunk;
+      continue;
+    }
+    char* chunk = PageSpace::Get().AcquireChunk(ChunkKind::kOld, owner);
+    if (chunk == nullptr) return nullptr;
+    old_.cursor = chunk;
+    old_.limit = chunk + kChunkSize;
+    old_.to_chunk_end = true;
+    break;
+  }
+  char* p = old_.cursor;
+  old_.cursor += size;
+  return p;
+}
+
+}  // namespace revkv::runtime

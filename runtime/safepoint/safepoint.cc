@@ -1,0 +1,201 @@
+// Thread registration and the stop-the-world protocol (DESIGN 2.4).
+//
+// The protocol, in terms of the sequentially consistent order of g_poll_word and each thread's state:
+//  - The collector sets kStopRequested (a seq_cst RMW), then reads each thread's state (seq_cst) and
+//    waits while it is kRunning.
+//  - A thread leaving a safe region stores kRunning (seq_cst), then reads g_poll_word (seq_cst). Either
+//    the collector saw kRunning and waits for it, or the thread sees the request, goes back to the
+//    safe region and waits for the world to resume. There is no third outcome (Dekker's argument).
+//  - A thread parks at a safepoint by publishing its stack top and registers, reading the epoch, and
+//    storing kAtSafepoint; it waits until the epoch moves or the request is gone, so a stale request
+//    bit read by Poll() cannot make it wait forever.
+// The collector holds the registry mutex from StopTheWorld to ResumeTheWorld, so the set of threads
+// is stable while it runs; a thread registering or unregistering waits (unregistering in a safe
+// region, since the collector may be waiting for it).
+#include "runtime/safepoint/safepoint.h"
+
+#include <algorithm>
+#include <cstdio>
+#include <cstdlib>
+#include <thread>
+
+#include "runtime/gc/collector.h"
+#include "runtime/safepoint/thread_context.h"
+
+namespace revkv::runtime {
+
+namespace internal {
+std::atomic<uint32_t> g_poll_word{0};
+
+void PollSlow() {
+  ThreadContext* self = CurrentThread();
+  if (self == nullptr) {
+    std::fprintf(stderr, "revkv runtime: Poll() on an unregistered thread\n");
+    std::abort();
+  }
+  const uint32_t word = g_poll_word.load(std::memory_order_acquire);
+  if (word & kStopRequested) {
+    ThreadRegistry::Get().Park(self);
+  } else if ((word & kMajorWanted) && !self->in_collection) {
+    RunWantedMajorCollection();
+  }
+}
+}  // namespace internal
+
+namespace {
+thread_local ThreadContext* t_current = nullptr;
+
+// How long the collector spins on a running thread before sleeping on its state word. Threads poll
+// every few microseconds, so most stops complete within the spin.
+constexpr uint64_t kStopSpinNanos = 50'000;
+}  // namespace
+
+ThreadContext* CurrentThread() { return t_current; }
+
+ThreadRegistry& ThreadRegistry::Get() {
+  static ThreadRegistry* registry = new ThreadRegistry();  // never destroyed: threads may outlive main
+  return *registry;
+}
+
+void PublishStackAndRegisters(ThreadContext* self) {
+  port::CaptureCalleeSavedRegisters(&self->registers);
+  // Relaxed: the state store that follows (release or seq_cst) publishes it to the collector.
+  self->stack_top.store(port::ApproximateStackPointer(), std::memory_order_relaxed);
+}
+
+ThreadContext* ThreadRegistry::Register(std::string_view name) {
+  auto* tc = new ThreadContext();
+  tc->name = std::string(name);
+  const port::StackBounds bounds = port::CurrentThreadStackBounds();
+  tc->stack_low = bounds.low;
+  tc->stack_high = bounds.high;
+  std::lock_guard<std::mutex> lock(mu_);  // a running collection holds it: we are not yet counted
+  auto free_index = std::find(index_in_use_.begin(), index_in_use_.end(), false);
+  size_t index = static_cast<size_t>(free_index - index_in_use_.begin());
+  if (free_index == index_in_use_.end()) index_in_use_.push_back(true);
+  else *free_index = true;
+  if (index >= 0xFFFF) {
+    std::fprintf(stderr, "revkv runtime: too many registered threads\n");
+    std::abort();
+  }
+  tc->index = static_cast<uint16_t>(index + 1);  // 0 means "no owner"
+  tc->state.store(ThreadState::kRunning, std::memory_order_relaxed);
+  threads_.push_back(tc);
+  return tc;
+}
+
+void ThreadRegistry::Unregister(ThreadContext* self) {
+  EnterSafeRegion(self);
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    threads_.erase(std::find(threads_.begin(), threads_.end(), self));
+    index_in_use_[self->index - 1] = false;
+  }
+  delete self;
+}
+
+int ThreadRegistry::Count() {
+  std::lock_guard<std::mutex> lock(mu_);
+  return static_cast<int>(threads_.size());
+}
+
+uint64_t ThreadRegistry::StopTheWorld(ThreadContext* self) {
+  mu_.lock();
+  const uint64_t t0 = port::NowNanos();
+  internal::g_poll_word.fetch_or(internal::kStopRequested, std::memory_order_seq_cst);
+  for (ThreadContext* t : threads_) {
+    if (t == self) continue;
+    const uint64_t spin_start = port::NowNanos();
+    while (t->state.load(std::memory_order_seq_cst) == ThreadState::kRunning) {
+      if (port::NowNanos() - spin_start < kStopSpinNanos) {
+        port::CpuRelax();
+      } else {
+        t->state.wait(ThreadState::kRunning, std::memory_order_seq_cst);
+      }
+    }
+  }
+  return port::NowNanos() - t0;
+}
+
+void ThreadRegistry::ResumeTheWorld() {
+  internal::g_poll_word.fetch_and(~internal::kStopRequested, std::memory_order_seq_cst);
+  epoch_.fetch_add(1, std::memory_order_release);
+  epoch_.notify_all();
+  mu_.unlock();
+}
+
+void ThreadRegistry::WaitForWorldToResume(uint32_t epoch) {
+  while ((internal::g_poll_word.load(std::memory_order_seq_cst) & internal::kStopRequested) &&
+         epoch_.load(std::memory_order_acquire) == epoch) {
+    epoch_.wait(epoch, std::memory_order_acquire);
+  }
+}
+
+void ThreadRegistry::Park(ThreadContext* self) {
+  PublishStackAndRegisters(self);
+  const uint32_t epoch = epoch_.load(std::memory_order_acquire);
+  self->state.store(ThreadState::kAtSafepoint, std::memory_order_seq_cst);
+  self->state.notify_all();  // the collector may be sleeping on our state
+  WaitForWorldToResume(epoch);
+  self->state.store(ThreadState::kRunning, std::memory_order_seq_cst);
+}
+
+void ThreadRegistry::EnterSafeRegion(ThreadContext* self) {
+  if (self->safe_region_depth++ > 0) return;
+  PublishStackAndRegisters(self);
+  self->state.store(ThreadState::kSafeRegion, std::memory_order_seq_cst);
+  // Only a collector waiting for us needs a wake-up; skip the system call otherwise.
+  if (internal::g_poll_word.load(std::memory_order_seq_cst) & internal::kStopRequested) {
+    self->state.notify_all();
+  }
+}
+
+void ThreadRegistry::LeaveSafeRegion(ThreadContext* self) {
+  if (--self->safe_region_depth > 0) return;
+  for (;;) {
+    self->state.store(ThreadState::kRunning, std::memory_order_seq_cst);
+    if (!(internal::g_poll_word.load(std::memory_order_seq_cst) & internal::kStopRequested)) return;
+    // A collection is stopping or has stopped the world: go back and wait for it to end.
+    const uint32_t epoch = epoch_.load(std::memory_order_acquire);
+    self->state.store(ThreadState::kSafeRegion, std::memory_order_seq_cst);
+    self->state.notify_all();
+    WaitForWorldToResume(epoch);
+  }
+}
+
+// ----- public API -----------------------------------------------------------------------------------
+
+ThreadRegistration::ThreadRegistration(std::string_view name) {
+  if (t_current != nullptr) {
+    std::fprintf(stderr, "revkv runtime: thread registered twice\n");
+    std::abort();
+  }
+  InitializeRuntime();
+  t_current = ThreadRegistry::Get().Register(name);
+}
+
+ThreadRegistration::~ThreadRegistration() {
+  ThreadContext* self = t_current;
+  if (self->roots.next != &self->roots) {
+    std::fprintf(stderr, "revkv runtime: thread '%s' unregistered with live Root<> objects\n",
+                 self->name.c_str());
+    std::abort();
+  }
+  ReleaseThreadHeap(self);
+  t_current = nullptr;
+  ThreadRegistry::Get().Unregister(self);
+}
+
+bool IsThreadRegistered() { return t_current != nullptr; }
+
+int RegisteredThreadCount() { return ThreadRegistry::Get().Count(); }
+
+SafeRegion::SafeRegion() : active_(t_current != nullptr) {
+  if (active_) ThreadRegistry::Get().EnterSafeRegion(t_current);
+}
+
+SafeRegion::~SafeRegion() {
+  if (active_) ThreadRegistry::Get().LeaveSafeRegion(t_current);
+}
+
+}  // namespace revkv::runtime

@@ -1,0 +1,71 @@
+// revkv runtime — threads and safepoints (public header).
+//
+// Every thread that touches the heap registers (ThreadRegistration, an RAII scope). A registered
+// thread is in one of three states:
+//   running       — it may touch the heap; the collector waits for it to reach a safepoint;
+//   safe region   — it is blocked or busy outside the heap (I/O, waiting for work, an OS mutex); its
+//                   registers are saved and its stack top published; the collector does not wait for
+//                   it, and if it leaves the region while a collection runs it blocks until the end;
+//   at safepoint  — it stopped at a Poll() because a collection asked it to.
+// Poll() is one relaxed load. Polls sit at transaction begin and commit, in allocation slow paths and
+// in long loops; never between acquiring and releasing STM header locks.
+//
+// Stacks are scanned conservatively, so a heap pointer held in a local variable at a safepoint is safe:
+// its object is pinned. Code inside a safe region must not touch the heap.
+#pragma once
+
+#include <atomic>
+#include <cstdint>
+#include <string_view>
+
+namespace revkv::runtime {
+
+// Registers the calling thread with the runtime for the lifetime of the object (which must live on
+// that thread's stack). Starts the runtime with default options if nobody did. May block while a
+// collection runs. Registering a thread twice aborts.
+class ThreadRegistration {
+ public:
+  explicit ThreadRegistration(std::string_view name = "");
+  ~ThreadRegistration();
+  ThreadRegistration(const ThreadRegistration&) = delete;
+  ThreadRegistration& operator=(const ThreadRegistration&) = delete;
+};
+
+// True if the calling thread is registered.
+bool IsThreadRegistered();
+
+namespace internal {
+// Bit 0: a stop-the-world is requested. Bit 1: a major collection is wanted (some thread will run it
+// at its next poll). Read with relaxed order by Poll(); the slow path re-reads with stronger order.
+inline constexpr uint32_t kStopRequested = 1u << 0;
+inline constexpr uint32_t kMajorWanted = 1u << 1;
+extern std::atomic<uint32_t> g_poll_word;
+void PollSlow();
+}  // namespace internal
+
+// A safepoint poll: stops here if a collection asked all threads to stop, or runs a wanted major
+// collection. The calling thread must be registered and must not hold STM header locks.
+inline void Poll() {
+  if (internal::g_poll_word.load(std::memory_order_relaxed) != 0) [[unlikely]] {
+    internal::PollSlow();
+  }
+}
+
+// Marks the calling thread as being in a safe region for the lifetime of the object: use around
+// blocking calls. The code inside must not touch the heap. Nests. Leaving blocks while a collection
+// runs. No-op on an unregistered thread.
+class SafeRegion {
+ public:
+  SafeRegion();
+  ~SafeRegion();
+  SafeRegion(const SafeRegion&) = delete;
+  SafeRegion& operator=(const SafeRegion&) = delete;
+
+ private:
+  bool active_;
+};
+
+// Number of registered threads. Thread-safe.
+int RegisteredThreadCount();
+
+}  // namespace revkv::runtime
