@@ -30,15 +30,19 @@ function(revkv_target target)
   target_include_directories(${target} PUBLIC ${PROJECT_SOURCE_DIR})
 endfunction()
 
-# revkv_test(<name> SOURCES ... LIBS ...): one GoogleTest binary; each TEST is its own CTest test.
+# revkv_test(<name> [SERIAL] [TIMEOUT s] SOURCES ... LIBS ... [LABELS ...]): one GoogleTest binary;
+# each TEST is its own CTest test. SERIAL: timing-sensitive, never run beside another test.
 function(revkv_test name)
-  cmake_parse_arguments(T "" "TIMEOUT" "SOURCES;LIBS;LABELS" ${ARGN})
+  cmake_parse_arguments(T "SERIAL" "TIMEOUT" "SOURCES;LIBS;LABELS" ${ARGN})
   add_executable(${name} ${T_SOURCES})
   revkv_target(${name})
   target_link_libraries(${name} PRIVATE ${T_LIBS} GTest::gtest GTest::gtest_main Threads::Threads)
   if(NOT T_TIMEOUT)
     set(T_TIMEOUT 600)
   endif()
-  gtest_discover_tests(${name} DISCOVERY_TIMEOUT 60
-                       PROPERTIES TIMEOUT ${T_TIMEOUT} LABELS "${T_LABELS}")
+  set(props TIMEOUT ${T_TIMEOUT} LABELS "${T_LABELS}")
+  if(T_SERIAL)
+    list(APPEND props RUN_SERIAL TRUE)
+  endif()
+  gtest_discover_tests(${name} DISCOVERY_TIMEOUT 60 PROPERTIES ${props})
 endfunction()

@@ -23,6 +23,20 @@ ThreadContext* RequireRunningThread(const char* what) {
 }
 }  // namespace
 
+namespace {
+std::function<void()>* g_stopped_world_hook = nullptr;  // collector mutex
+}  // namespace
+
+void SetStoppedWorldHookForTesting(std::function<void()> hook) {
+  std::lock_guard<std::mutex> lock(CollectorMutex());
+  delete g_stopped_world_hook;
+  g_stopped_world_hook = hook ? new std::function<void()>(std::move(hook)) : nullptr;
+}
+
+void RunStoppedWorldHookForTesting() {
+  if (g_stopped_world_hook != nullptr) (*g_stopped_world_hook)();
+}
+
 std::mutex& CollectorMutex() {
   static std::mutex* mu = new std::mutex();
   return *mu;

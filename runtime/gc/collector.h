@@ -3,6 +3,7 @@
 
 #include <cstddef>
 #include <cstdint>
+#include <functional>
 #include <mutex>
 #include <string>
 #include <vector>
@@ -48,6 +49,10 @@ void RecordTimeToSafepoint(uint64_t nanos);
 void RecordAllocationFailure();
 uint64_t NextSequence(CollectionKind kind);
 uint64_t WallClockNanos();
+
+// Test hook: called by the major collector while the world is stopped, before it collects.
+void SetStoppedWorldHookForTesting(std::function<void()> hook);
+void RunStoppedWorldHookForTesting();
 
 // Serializes major collections (and explicit minor ones requested while one runs).
 std::mutex& CollectorMutex();

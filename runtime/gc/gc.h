@@ -35,10 +35,15 @@ namespace revkv::runtime {
 // ---------------------------------------------------------------------------------------------------
 
 namespace internal {
+// The value is stored masked so that a Root<T> living on the stack does not look like a pointer to
+// the conservative scanner: the object a precise root holds may move.
 struct RootNode {
+  static constexpr uintptr_t kMask = 0xA5A5'0000'0000'A5A5ull;
   RootNode* prev;
   RootNode* next;
-  Object* value;
+  uintptr_t masked;
+  Object* Get() const { return reinterpret_cast<Object*>(masked ^ kMask); }
+  void Set(Object* o) { masked = reinterpret_cast<uintptr_t>(o) ^ kMask; }
 };
 void LinkRoot(RootNode* node);    // into the calling thread's root list
 void UnlinkRoot(RootNode* node);
@@ -49,13 +54,16 @@ void UnlinkRoot(RootNode* node);
 template <class T>
 class Root {
  public:
-  explicit Root(T* value = nullptr) : node_{nullptr, nullptr, value} { internal::LinkRoot(&node_); }
+  explicit Root(T* value = nullptr) : node_{nullptr, nullptr, 0} {
+    node_.Set(value);
+    internal::LinkRoot(&node_);
+  }
   ~Root() { internal::UnlinkRoot(&node_); }
   Root(const Root&) = delete;
   Root& operator=(const Root&) = delete;
 
-  T* get() const { return static_cast<T*>(node_.value); }
-  void set(T* value) { node_.value = value; }
+  T* get() const { return static_cast<T*>(node_.Get()); }
+  void set(T* value) { node_.Set(value); }
   T* operator->() const { return get(); }
 
  private:

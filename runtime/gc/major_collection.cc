@@ -54,6 +54,7 @@ class MajorCollector final : public Relocator {
     RecordTimeToSafepoint(tts);
     const size_t before = PageSpace::Get().InUseBytes();
 
+    RunStoppedWorldHookForTesting();
     client_ = Client();
     horizon_ = client_ != nullptr ? client_->SnapshotHorizon() : 0;
     for (ThreadContext* t : registry.threads()) {
@@ -164,7 +165,7 @@ class MajorCollector final : public Relocator {
     }
     for (ThreadContext* t : registry.threads()) {
       for (internal::RootNode* n = t->roots.next; n != &t->roots; n = n->next) {
-        if (n->value != nullptr) n->value = Evacuate(n->value);
+        if (n->Get() != nullptr) n->Set(Evacuate(n->Get()));
       }
       for (char* chunk : t->heap.nursery_chunks()) {
         char* fringe = ChunkInfoOf(chunk).fringe;

@@ -122,7 +122,14 @@ Object* ResolveAmbiguousWord(uintptr_t word) {
       auto* o = reinterpret_cast<Object*>(page->ChunkStart(head));
       return word < reinterpret_cast<uintptr_t>(o) + o->size() ? o : nullptr;
     }
-    case ChunkKind::kNursery:
+    case ChunkKind::kNursery: {
+      // The calling thread's current nursery chunk ends at its cursor, not at its published fringe.
+      char* chunk = page->ChunkStart(index);
+      ThreadContext* self = CurrentThread();
+      char* fringe = self != nullptr && self->heap.CurrentNurseryChunk() == chunk ? self->heap.nursery_cursor()
+                                                                                   : page->chunk[index].fringe;
+      return FindObjectInChunk(chunk, fringe, word);
+    }
     case ChunkKind::kOld:
       return FindObjectInChunk(page->ChunkStart(index), page->chunk[index].fringe, word);
   }

@@ -75,6 +75,11 @@ class ThreadHeap {
   void ReleaseNursery();
 
   const std::vector<char*>& nursery_chunks() const { return nursery_chunks_; }
+  // The chunk the nursery cursor is in (nullptr if none) and the cursor: that chunk's real fringe.
+  char* CurrentNurseryChunk() const {
+    return nursery_.cursor == nullptr || nursery_chunks_.empty() ? nullptr : nursery_chunks_[nursery_index_];
+  }
+  char* nursery_cursor() const { return nursery_.cursor; }
   // Bytes allocated in the nursery since its last reset.
   size_t NurseryUsedBytes() const;
   bool NurseryEmpty() const { return nursery_index_ == 0 && nursery_.cursor == FirstNurseryStart(); }

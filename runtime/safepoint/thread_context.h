@@ -37,7 +37,7 @@ struct ThreadContext {
   int safe_region_depth = 0;                  // owner only
   bool in_collection = false;                 // owner only: a minor or local collection is running
   ThreadHeap heap;
-  internal::RootNode roots{&roots, &roots, nullptr};  // sentinel of the thread's Root<T> list
+  internal::RootNode roots{&roots, &roots, internal::RootNode::kMask};  // sentinel of the thread's Root<T> list
   void* client_state = nullptr;               // the STM's per-thread transaction state
 };
 

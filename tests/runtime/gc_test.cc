@@ -1,0 +1,337 @@
+// Tests of the collectors: pinning by ambiguous roots, moving and updating precise roots, deep
+// structures across many collections, reclamation under a heap maximum, exhaustion, the local
+// collection's promotion rules, remembered sets, pinned-chunk accounting and statistics.
+#include <gtest/gtest.h>
+
+#include <atomic>
+#include <cstring>
+#include <functional>
+#include <vector>
+
+#include "runtime/gc/collector.h"
+#include "runtime/gc/gc.h"
+#include "runtime/heap/heap.h"
+#include "tests/runtime/test_support.h"
+
+namespace revkv::runtime::testing {
+namespace {
+
+class GcTest : public RuntimeTest {};
+
+Node* NewNode(int64_t value, Node* left = nullptr, Node* right = nullptr) {
+  absl::StatusOr<Node*> n = New<Node>();
+  if (!n.ok()) {
+    ADD_FAILURE() << n.status();
+    std::abort();
+  }
+  (*n)->value = value;
+  (*n)->check = value * 7919 + 13;
+  (*n)->left.Store(left);
+  (*n)->right.Store(right);
+  return *n;
+}
+
+// Allocates `bytes` of short-lived garbage.
+__attribute__((noinline)) void AllocateGarbage(size_t bytes) {
+  const size_t n = bytes / sizeof(Node);
+  for (size_t i = 0; i < n; ++i) (void)New<Node>();
+}
+
+TEST_F(GcTest, ObjectReachableOnlyFromALocalSurvivesMinorAndMajorWithoutMoving) {
+  Node* volatile local = NewNode(42);
+  const auto address = reinterpret_cast<uintptr_t>(local);
+  CollectMinor();
+  EXPECT_EQ(reinterpret_cast<uintptr_t>(local), address);
+  EXPECT_FALSE(IsInNursery(local)) << "a pinned nursery object is promoted in place";
+  AllocateGarbage(4 << 20);
+  CollectMajor();
+  AllocateGarbage(4 << 20);
+  CollectMajor();
+  EXPECT_EQ(reinterpret_cast<uintptr_t>(local), address);
+  EXPECT_EQ(local->value, 42);
+  EXPECT_EQ(local->check, 42 * 7919 + 13);
+  EXPECT_EQ(ResolveAmbiguousWord(address), local);
+}
+
+TEST_F(GcTest, InteriorPointerPinsItsObject) {
+  char* volatile interior = nullptr;
+  uintptr_t base = 0;
+  {
+    Node* n = NewNode(7);
+    base = reinterpret_cast<uintptr_t>(n);
+    interior = reinterpret_cast<char*>(&n->check);
+  }
+  CollectMinor();
+  AllocateGarbage(4 << 20);
+  CollectMajor();
+  AllocateGarbage(4 << 20);
+  EXPECT_EQ(ResolveAmbiguousWord(reinterpret_cast<uintptr_t>(interior)), reinterpret_cast<Object*>(base));
+  EXPECT_NE(reinterpret_cast<uintptr_t>(interior), base) << "the pin came from an interior pointer";
+  int64_t check;
+  std::memcpy(&check, interior, sizeof(check));
+  EXPECT_EQ(check, 7 * 7919 + 13);
+}
+
+// The test bodies below never hold the root's object in a local or a register of their own, so the
+// only references to it are the precise root (whose stack copy is masked) and nothing pins it.
+__attribute__((noinline)) HiddenAddress FillRoot(Root<Node>& root, int64_t value) {
+  root.set(NewNode(value, NewNode(value + 1)));
+  return HiddenAddress(root.get());
+}
+__attribute__((noinline)) HiddenAddress AddressOf(Root<Node>& root) { return HiddenAddress(root.get()); }
+__attribute__((noinline)) bool HoldsValues(Root<Node>& root, int64_t value) {
+  return root->value == value && root->left.Load()->value == value + 1 &&
+         root->left.Load()->check == (value + 1) * 7919 + 13;
+}
+
+TEST_F(GcTest, ObjectsReachableOnlyFromPreciseRootsMoveAndRootsAreUpdated) {
+  Root<Node> root;
+  const HiddenAddress in_nursery = FillRoot(root, 5);
+  ScrubStack();
+  CollectMinor();
+  const HiddenAddress in_old = AddressOf(root);
+  EXPECT_FALSE(in_old == in_nursery) << "a minor collection copies what only precise roots reach";
+  EXPECT_TRUE(HoldsValues(root, 5));
+  ScrubStack();
+  CollectMajor();
+  EXPECT_FALSE(AddressOf(root) == in_old) << "a major collection evacuates it again";
+  EXPECT_TRUE(HoldsValues(root, 5));
+}
+
+Node* BuildTree(int64_t first, int64_t count) {
+  if (count <= 0) return nullptr;
+  const int64_t left_count = (count - 1) / 2;
+  Node* left = BuildTree(first + 1, left_count);
+  Node* right = BuildTree(first + 1 + left_count, count - 1 - left_count);
+  return NewNode(first, left, right);
+}
+
+// Sum of values and a count, checking every node's redundant field; iterative (no deep recursion).
+std::pair<int64_t, int64_t> CheckTree(Node* root) {
+  int64_t sum = 0;
+  int64_t count = 0;
+  std::vector<Node*> stack;  // transient: no collection can run while it is alive
+  if (root != nullptr) stack.push_back(root);
+  while (!stack.empty()) {
+    Node* n = stack.back();
+    stack.pop_back();
+    EXPECT_EQ(n->check, n->value * 7919 + 13);
+    sum += n->value;
+    ++count;
+    if (Node* l = n->left.Load()) stack.push_back(l);
+    if (Node* r = n->right.Load()) stack.push_back(r);
+  }
+  return {sum, count};
+}
+
+TEST_F(GcTest, DeepTreeOf100kNodesIsIntactAfter50Collections) {
+  const int64_t n = 100'000;
+  Root<Node> root(BuildTree(0, n));
+  const int64_t expected_sum = n * (n - 1) / 2;
+  for (int i = 0; i < 50; ++i) {
+    AllocateGarbage(1 << 20);
+    if (i % 3 == 0) {
+      CollectMinor();
+    } else {
+      CollectMajor();
+    }
+    const auto [sum, count] = CheckTree(root.get());
+    ASSERT_EQ(count, n) << "after collection " << i;
+    ASSERT_EQ(sum, expected_sum) << "after collection " << i;
+  }
+  EXPECT_GE(GetGcStatistics().collections[static_cast<int>(CollectionKind::kMajor)], 33u);
+}
+
+TEST_F(GcTest, GarbageIsReclaimedWithinTheHeapMaximum) {
+  const size_t max = size_t{64} << 20;
+  SetMaxHeapBytes(max);
+  // A small live set, part of which is replaced all the time so that garbage also ages into old space.
+  absl::StatusOr<Fan*> fan_or = NewWithTail<Fan>(1000 * sizeof(void*));
+  ASSERT_TRUE(fan_or.ok());
+  Root<Fan> fan(*fan_or);
+  fan->count = 1000;
+  for (int i = 0; i < 1000; ++i) fan->slots()[i].Store(NewNode(i));
+  std::mt19937_64 rng(TestSeed());
+  const size_t total = Scaled(50 * max);
+  size_t allocated = 0;
+  size_t peak_committed = 0;
+  while (allocated < total) {
+    for (int i = 0; i < 1000; ++i) (void)NewNode(i);  // young garbage
+    const size_t slot = rng() % 1000;
+    fan->slots()[slot].Store(NewNode(static_cast<int64_t>(slot), NewNode(1), NewNode(2)));  // old garbage later
+    allocated += 1003 * sizeof(Node);
+    peak_committed = std::max(peak_committed, GetHeapUsage().committed_bytes);
+  }
+  for (int i = 0; i < 1000; ++i) {
+    auto* node = static_cast<Node*>(fan->slots()[i].Load());
+    ASSERT_EQ(node->value, i);
+  }
+  const GcStatistics stats = GetGcStatistics();
+  EXPECT_EQ(stats.allocation_failures, 0u);
+  EXPECT_LE(peak_committed, max);
+  EXPECT_GT(stats.collections[static_cast<int>(CollectionKind::kMajor)], 0u);
+  EXPECT_GT(stats.collections[static_cast<int>(CollectionKind::kMinor)], 10u);
+}
+
+TEST_F(GcTest, LiveSetLargerThanTheMaximumYieldsTheNamedErrorAndTheHeapStaysUsable) {
+  SetMaxHeapBytes(size_t{32} << 20);
+  Root<Node> head;
+  absl::Status failure;
+  for (;;) {
+    absl::StatusOr<Node*> n = New<Node>();
+    if (!n.ok()) {
+      failure = n.status();
+      break;
+    }
+    (*n)->left.Store(head.get());
+    head.set(*n);
+  }
+  EXPECT_EQ(failure.code(), absl::StatusCode::kResourceExhausted);
+  EXPECT_NE(failure.message().find("heap exhausted"), std::string::npos) << failure;
+  EXPECT_GT(GetGcStatistics().allocation_failures, 0u);
+  head.set(nullptr);
+  CollectMajor();
+  Root<Node> tree(BuildTree(0, 10'000));
+  EXPECT_EQ(CheckTree(tree.get()).second, 10'000);
+}
+
+TEST_F(GcTest, RememberedSetKeepsNurseryObjectsWrittenIntoOldObjects) {
+  Root<Node> old_node(NewNode(1));
+  CollectMinor();  // old_node is now outside the nursery
+  ASSERT_FALSE(IsInNursery(old_node.get()));
+  old_node->left.Store(NewNode(2, NewNode(3)));  // old -> nursery: the write barrier remembers the slot
+  ScrubStack();
+  CollectMinor();
+  ASSERT_NE(old_node->left.Load(), nullptr);
+  EXPECT_FALSE(IsInNursery(old_node->left.Load()));
+  EXPECT_EQ(old_node->left.Load()->value, 2);
+  EXPECT_EQ(old_node->left.Load()->left.Load()->value, 3);
+  // The same across a major collection, which rebuilds the remembered sets.
+  old_node->right.Store(NewNode(4));
+  CollectMajor();
+  ScrubStack();
+  CollectMinor();
+  EXPECT_EQ(old_node->right.Load()->value, 4);
+}
+
+TEST_F(GcTest, MajorCollectionScansNurseriesInPlace) {
+  Root<Node> old_node(NewNode(10));
+  CollectMinor();
+  Node* volatile young = NewNode(11, old_node.get());
+  const auto young_address = reinterpret_cast<uintptr_t>(young);
+  ScrubStack();
+  CollectMajor();  // old_node moves; the nursery object that points to it does not, but is updated
+  EXPECT_EQ(reinterpret_cast<uintptr_t>(young), young_address);
+  EXPECT_TRUE(IsInNursery(young));
+  EXPECT_EQ(young->left.Load(), old_node.get());
+  EXPECT_EQ(young->left.Load()->value, 10);
+}
+
+__attribute__((noinline)) void HoldPinnedObjectsAcrossCollections(size_t* pinned_while_held) {
+  Node* volatile held[64];
+  for (auto& h : held) h = NewNode(1);
+  CollectMinor();   // pinned in the nursery: their chunks are promoted in place
+  CollectMajor();   // pinned again in old space
+  *pinned_while_held = GetHeapUsage().pinned_bytes;
+  for (auto& h : held) EXPECT_EQ(h->value, 1);
+  for (auto& h : held) h = nullptr;
+}
+
+TEST_F(GcTest, PinnedBytesAreReportedAndFallToZeroWhenTheRootsAreGone) {
+  size_t pinned_while_held = 0;
+  HoldPinnedObjectsAcrossCollections(&pinned_while_held);
+  EXPECT_GE(pinned_while_held, 64 * sizeof(Node));
+  ScrubStack();
+  CollectMajor();
+  EXPECT_EQ(GetHeapUsage().pinned_bytes, 0u);
+  EXPECT_EQ(GetHeapUsage().pinned_chunks, 0u);
+}
+
+TEST_F(GcTest, PinnedChunksAreReusedAroundTheirObjects) {
+  // Pin one object per chunk, drop everything else, and check that allocation fills the holes.
+  Node* volatile pinned = NewNode(99);
+  AllocateGarbage(64 << 10);
+  CollectMinor();
+  CollectMajor();
+  const HeapUsage before = GetHeapUsage();
+  EXPECT_GT(before.pinned_bytes, 0u);
+  // Promotions now go into the holes of the pinned chunk before taking fresh chunks.
+  Root<Node> keep(BuildTree(0, 200));
+  CollectMinor();
+  EXPECT_EQ(CheckTree(keep.get()).second, 200);
+  EXPECT_EQ(pinned->value, 99);
+}
+
+TEST_F(GcTest, LocalCollectionMakesSurvivorsGlobalAndSendsUnwrittenCopiesBackToTheirOriginal) {
+  // A global object to make a local copy of.
+  Object* global = NewNode(1);
+  LocalCollect(std::span<Object*>(&global, 1));
+  ASSERT_TRUE(global->HasFlag(kGlobal));
+  ASSERT_FALSE(IsInNursery(global));
+
+  // A written local copy (the root), a new object it points to, and an unwritten copy of `global`.
+  Node* copy = NewNode(1);
+  copy->h_revision.store(reinterpret_cast<uintptr_t>(global));  // "comes from global", never written
+  Node* fresh = NewNode(2, NewNode(3));
+  Node* written = NewNode(4, fresh, copy);
+  written->SetFlagsExclusive(kWritten);
+  Object* root = written;
+  const size_t promoted = LocalCollect(std::span<Object*>(&root, 1));
+  auto* w = static_cast<Node*>(root);
+  EXPECT_GT(promoted, 0u);
+  EXPECT_FALSE(IsInNursery(w));
+  EXPECT_TRUE(w->HasFlag(kGlobal));
+  EXPECT_FALSE(w->HasFlag(kWritten));
+  EXPECT_EQ(w->value, 4);
+  EXPECT_EQ(w->right.Load(), global) << "references to unwritten copies go back to the original";
+  Node* f = w->left.Load();
+  EXPECT_TRUE(f->HasFlag(kGlobal));
+  EXPECT_FALSE(IsInNursery(f));
+  EXPECT_EQ(f->value, 2);
+  EXPECT_TRUE(f->left.Load()->HasFlag(kGlobal));
+  EXPECT_EQ(f->left.Load()->value, 3);
+  EXPECT_EQ(GetHeapUsage().nursery_bytes % kChunkSize, 0u);
+}
+
+TEST_F(GcTest, LocalCollectionPromotesMinorSurvivorsInPlace) {
+  Root<Node> survivor(NewNode(5));
+  CollectMinor();  // survivor is local, outside the nursery
+  ASSERT_FALSE(survivor->HasFlag(kGlobal));
+  const HiddenAddress where(survivor.get());
+  Node* written = NewNode(6, survivor.get());
+  written->SetFlagsExclusive(kWritten);
+  Object* root = written;
+  survivor.set(nullptr);
+  LocalCollect(std::span<Object*>(&root, 1));
+  Node* s = static_cast<Node*>(root)->left.Load();
+  EXPECT_EQ(reinterpret_cast<uintptr_t>(s), where.get()) << "outside the nursery: made global where it is";
+  EXPECT_TRUE(s->HasFlag(kGlobal));
+  EXPECT_EQ(s->value, 5);
+}
+
+TEST_F(GcTest, StatisticsAndListenersReportEachCollection) {
+  std::atomic<int> majors{0};
+  std::atomic<int> minors{0};
+  const int id = AddCollectionListener([&](const CollectionRecord& r) {
+    (r.kind == CollectionKind::kMajor ? majors : minors).fetch_add(1);
+  });
+  const GcStatistics before = GetGcStatistics();
+  const uint64_t pauses_before = PauseHistogram(CollectionKind::kMajor).count;
+  CollectMinor();
+  CollectMajor();
+  RemoveCollectionListener(id);
+  CollectMajor();
+  EXPECT_EQ(majors.load(), 1);
+  EXPECT_EQ(minors.load(), 1);
+  const GcStatistics after = GetGcStatistics(8);
+  EXPECT_EQ(after.collections[2], before.collections[2] + 2);
+  EXPECT_EQ(PauseHistogram(CollectionKind::kMajor).count, pauses_before + 2);
+  ASSERT_FALSE(after.recent.empty());
+  EXPECT_EQ(after.recent.back().kind, CollectionKind::kMajor);
+  EXPECT_GT(after.recent.back().pause_nanos, 0u);
+  EXPECT_EQ(after.recent.back().reason, "requested");
+  EXPECT_GE(TimeToSafepointHistogram().count, 2u);
+}
+
+}  // namespace
+}  // namespace revkv::runtime::testing

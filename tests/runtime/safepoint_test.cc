@@ -1,0 +1,230 @@
+// Tests of threads, safepoints and stop-the-world: registration, safe regions that do not delay a
+// collection and cannot be left during one, and four mutator threads whose rooted structures are
+// checked against shadow models after every collection.
+#include <gtest/gtest.h>
+
+#include <atomic>
+#include <chrono>
+#include <thread>
+#include <vector>
+
+#include "runtime/gc/collector.h"
+#include "runtime/gc/gc.h"
+#include "runtime/heap/heap.h"
+#include "runtime/port/port.h"
+#include "runtime/safepoint/safepoint.h"
+#include "tests/runtime/test_support.h"
+
+namespace revkv::runtime::testing {
+namespace {
+
+using namespace std::chrono_literals;
+
+class SafepointTest : public RuntimeTest {};
+
+uint64_t TotalCollections() {
+  const GcStatistics s = GetGcStatistics(0);
+  return s.collections[0] + s.collections[2];
+}
+
+TEST_F(SafepointTest, RegistrationIsCountedAndScoped) {
+  EXPECT_TRUE(IsThreadRegistered());
+  const int before = RegisteredThreadCount();
+  std::thread t([&] {
+    EXPECT_FALSE(IsThreadRegistered());
+    {
+      ThreadRegistration r("worker");
+      EXPECT_TRUE(IsThreadRegistered());
+      EXPECT_EQ(RegisteredThreadCount(), before + 1);
+    }
+    EXPECT_FALSE(IsThreadRegistered());
+  });
+  t.join();
+  EXPECT_EQ(RegisteredThreadCount(), before);
+}
+
+TEST_F(SafepointTest, ThreadBlockedInASafeRegionDoesNotDelayACollection) {
+  std::atomic<bool> inside{false};
+  std::thread blocked([&] {
+    ThreadRegistration r("blocked");
+    SafeRegion region;
+    inside.store(true);
+    std::this_thread::sleep_for(1s);
+  });
+  while (!inside.load()) std::this_thread::yield();
+  const auto start = std::chrono::steady_clock::now();
+  CollectMajor();
+  const auto elapsed = std::chrono::steady_clock::now() - start;
+  const GcStatistics stats = GetGcStatistics(1);
+  ASSERT_FALSE(stats.recent.empty());
+  EXPECT_LT(stats.recent.back().time_to_safepoint_nanos, 10'000'000u) << "time to safepoint must not wait";
+  EXPECT_LT(elapsed, 500ms);
+  blocked.join();
+}
+
+TEST_F(SafepointTest, LeavingASafeRegionDuringACollectionBlocksUntilItEnds) {
+  std::atomic<int> phase{0};          // 1: thread in region; 2: collector told it to leave
+  std::atomic<uint64_t> left_at{0};   // when the thread got out of its region
+  std::atomic<uint64_t> world_resumed_no_earlier_than{0};
+  std::thread t([&] {
+    ThreadRegistration r("leaver");
+    {
+      SafeRegion region;
+      phase.store(1);
+      while (phase.load() != 2) std::this_thread::yield();
+    }
+    left_at.store(port::NowNanos());
+    (void)New<Node>();  // touches the heap right away
+  });
+  while (phase.load() != 1) std::this_thread::yield();
+  SetStoppedWorldHookForTesting([&] {
+    phase.store(2);
+    std::this_thread::sleep_for(100ms);  // the world stays stopped; the thread must not get out
+    world_resumed_no_earlier_than.store(port::NowNanos());
+  });
+  CollectMajor();
+  SetStoppedWorldHookForTesting(nullptr);
+  t.join();
+  EXPECT_GE(left_at.load(), world_resumed_no_earlier_than.load());
+}
+
+TEST_F(SafepointTest, RunningThreadsStopAtPollsQuickly) {
+  std::atomic<bool> stop{false};
+  std::vector<std::thread> threads;
+  for (int i = 0; i < 2; ++i) {
+    threads.emplace_back([&] {
+      ThreadRegistration r("spinner");
+      while (!stop.load(std::memory_order_relaxed)) Poll();
+    });
+  }
+  while (RegisteredThreadCount() < 3) std::this_thread::yield();
+  for (int i = 0; i < 20; ++i) CollectMajor();
+  stop.store(true);
+  for (auto& t : threads) t.join();
+  const HistogramSnapshot tts = TimeToSafepointHistogram();
+  EXPECT_GE(tts.count, 20u);
+  EXPECT_LT(tts.Quantile(0.5), 5'000'000u);
+}
+
+// One mutator: a root Fan of chains of nodes, mutated at random, with a shadow model of values.
+class Mutator {
+ public:
+  Mutator(uint64_t seed, int slots) : rng_(seed), shadow_(slots) {}
+
+  void Run(std::atomic<bool>& stop, std::atomic<uint64_t>& checks) {
+    ThreadRegistration r("mutator");
+    absl::StatusOr<Fan*> fan = NewWithTail<Fan>(shadow_.size() * sizeof(void*));
+    ASSERT_TRUE(fan.ok());
+    Root<Fan> root(*fan);
+    root->count = shadow_.size();
+    uint64_t seen = TotalCollections();
+    while (!stop.load(std::memory_order_relaxed)) {
+      Step(root.get());
+      const uint64_t now = TotalCollections();
+      if (now != seen) {
+        seen = now;
+        Check(root.get());
+        checks.fetch_add(1, std::memory_order_relaxed);
+      }
+    }
+    Check(root.get());
+  }
+
+ private:
+  void Step(Fan* fan) {
+    const size_t slot = rng_() % shadow_.size();
+    std::vector<int64_t>& model = shadow_[slot];
+    switch (rng_() % 4) {
+      case 0: {  // replace the chain
+        model.clear();
+        Node* head = nullptr;
+        const int len = static_cast<int>(rng_() % 8);
+        for (int i = 0; i < len; ++i) {
+          const auto v = static_cast<int64_t>(rng_());
+          absl::StatusOr<Node*> n = New<Node>();
+          ASSERT_TRUE(n.ok());
+          (*n)->value = v;
+          (*n)->left.Store(head);
+          head = *n;
+          model.insert(model.begin(), v);
+        }
+        fan->slots()[slot].Store(head);
+        break;
+      }
+      case 1: {  // prepend
+        const auto v = static_cast<int64_t>(rng_());
+        absl::StatusOr<Node*> n = New<Node>();
+        ASSERT_TRUE(n.ok());
+        (*n)->value = v;
+        (*n)->left.Store(static_cast<Node*>(fan->slots()[slot].Load()));
+        fan->slots()[slot].Store(*n);
+        model.insert(model.begin(), v);
+        break;
+      }
+      case 2: {  // change a value in place
+        if (model.empty()) break;
+        const size_t at = rng_() % model.size();
+        Node* n = static_cast<Node*>(fan->slots()[slot].Load());
+        for (size_t i = 0; i < at; ++i) n = n->left.Load();
+        model[at] = static_cast<int64_t>(rng_());
+        n->value = model[at];
+        break;
+      }
+      default: {  // garbage
+        for (int i = 0; i < 16; ++i) (void)New<Node>();
+        break;
+      }
+    }
+    if (model.size() > 64) {  // keep chains short
+      model.clear();
+      fan->slots()[slot].Store(nullptr);
+    }
+  }
+
+  void Check(Fan* fan) {
+    for (size_t s = 0; s < shadow_.size(); ++s) {
+      Node* n = static_cast<Node*>(fan->slots()[s].Load());
+      for (int64_t v : shadow_[s]) {
+        ASSERT_NE(n, nullptr) << "slot " << s;
+        ASSERT_EQ(n->value, v) << "slot " << s;
+        n = n->left.Load();
+      }
+      ASSERT_EQ(n, nullptr) << "slot " << s;
+    }
+  }
+
+  std::mt19937_64 rng_;
+  std::vector<std::vector<int64_t>> shadow_;  // outside the heap: values only, no pointers
+};
+
+TEST_F(SafepointTest, FourThreadsMutateTheirStructuresWhileTheWorldStopsRepeatedly) {
+  const uint64_t seed = TestSeed();
+  std::atomic<bool> stop{false};
+  std::atomic<uint64_t> checks{0};
+  std::vector<std::unique_ptr<Mutator>> mutators;
+  std::vector<std::thread> threads;
+  for (int i = 0; i < 4; ++i) {
+    mutators.push_back(std::make_unique<Mutator>(seed + static_cast<uint64_t>(i), 512));
+    threads.emplace_back([&, i] { mutators[i]->Run(stop, checks); });
+  }
+  const auto duration = std::chrono::milliseconds(static_cast<int64_t>(4000 * Scale()) + 500);
+  const auto end = std::chrono::steady_clock::now() + duration;
+  uint64_t majors = 0;
+  while (std::chrono::steady_clock::now() < end) {
+    std::this_thread::sleep_for(5ms);
+    CollectMajor();
+    ++majors;
+  }
+  stop.store(true);
+  for (auto& t : threads) t.join();
+  EXPECT_GE(majors, 50u);
+  EXPECT_GE(checks.load(), 4 * 20u);
+  const HistogramSnapshot tts = TimeToSafepointHistogram();
+  std::printf("majors %llu, structure checks %llu, time-to-safepoint p50 %llu ns p99 %llu ns max %llu ns\n",
+              static_cast<unsigned long long>(majors), static_cast<unsigned long long>(checks.load()),
+              static_cast<unsigned long long>(tts.Quantile(0.5)), static_cast<unsigned long long>(tts.Quantile(0.99)),
+              static_cast<unsigned long long>(tts.max_nanos));
+}
+
+}  // namespace
+}  // namespace revkv::runtime::testing

@@ -1,0 +1,114 @@
+// Shared helpers of the runtime tests: a registered-thread fixture, test heap types, the test scale
+// and seed knobs, and ways to hold an address without pinning what it points to.
+#pragma once
+
+#include <gtest/gtest.h>
+
+#include <cstdint>
+#include <cstdio>
+#include <cstdlib>
+#include <cstring>
+#include <optional>
+#include <random>
+#include <string>
+
+#include "runtime/gc/gc.h"
+#include "runtime/heap/heap.h"
+#include "runtime/safepoint/safepoint.h"
+
+namespace revkv::runtime::testing {
+
+// A binary-tree / list node: two references and a payload.
+struct Node : Object {
+  Field<Node> left;
+  Field<Node> right;
+  int64_t value;
+  int64_t check;
+  static TypeDescriptor Describe() { return TypeDescriptor::Fixed<Node>("test.Node", &Node::left, &Node::right); }
+};
+
+// A node with a variable tail of references.
+struct Fan : Object {
+  uint64_t count;
+  static TypeDescriptor Describe() {
+    TypeDescriptor d;
+    d.name = "test.Fan";
+    d.fixed_size = sizeof(Fan);
+    d.tail = TypeDescriptor::Tail::kRefs;
+    d.tail_offset = sizeof(Fan);
+    return d;
+  }
+  Field<Object>* slots() { return reinterpret_cast<Field<Object>*>(this + 1); }
+};
+
+// REVKV_TEST_SCALE multiplies the sizes and durations of stress tests (sanitizer runs use < 1).
+inline double Scale() {
+  const char* s = std::getenv("REVKV_TEST_SCALE");
+  return s != nullptr ? std::max(0.01, std::atof(s)) : 1.0;
+}
+inline size_t Scaled(size_t n) { return std::max<size_t>(1, static_cast<size_t>(static_cast<double>(n) * Scale())); }
+
+// The seed of a randomized test: REVKV_TEST_SEED if set, else random; printed so a failure reruns.
+inline uint64_t TestSeed() {
+  const char* s = std::getenv("REVKV_TEST_SEED");
+  const uint64_t seed = s != nullptr ? std::strtoull(s, nullptr, 10) : std::random_device{}();
+  std::printf("test seed: %llu (rerun with REVKV_TEST_SEED=%llu)\n", static_cast<unsigned long long>(seed),
+              static_cast<unsigned long long>(seed));
+  return seed;
+}
+
+// An address kept in a form the conservative scanner does not recognise, so holding it does not pin.
+class HiddenAddress {
+ public:
+  explicit HiddenAddress(const void* p = nullptr) : bits_(reinterpret_cast<uintptr_t>(p) ^ kMask) {}
+  uintptr_t get() const { return bits_ ^ kMask; }
+  // Compares without unmasking, so the comparison leaves no real address on the stack.
+  bool operator==(const HiddenAddress& other) const { return bits_ == other.bits_; }
+
+ private:
+  static constexpr uintptr_t kMask = 0x5A5A'5A5A'5A5A'5A5Aull;
+  uintptr_t bits_;
+};
+
+// Overwrites a stretch of the stack below the caller, so stale copies of pointers left by earlier
+// calls do not pin objects in tests that check what becomes garbage.
+__attribute__((noinline)) inline void ScrubStack() {
+  char buffer[64 * 1024];
+  std::memset(buffer, 0, sizeof(buffer));
+  asm volatile("" : : "r"(buffer) : "memory");  // keeps the stores: the buffer is "used"
+}
+
+inline HeapOptions SmallHeapOptions(size_t max_heap_bytes = size_t{256} << 20) {
+  HeapOptions o;
+  o.max_heap_bytes = max_heap_bytes;
+  o.nursery_bytes = size_t{1} << 20;
+  o.min_major_trigger_bytes = size_t{32} << 20;
+  return o;
+}
+
+// Registers the test's main thread with a runtime configured by Options().
+class RuntimeTest : public ::testing::Test {
+ protected:
+  virtual HeapOptions Options() { return SmallHeapOptions(); }
+  void SetUp() override {
+    InitializeRuntime(Options());
+    SetMaxHeapBytes(Options().max_heap_bytes);
+    registration_.emplace("test-main");
+  }
+  void TearDown() override {
+    ResetNursery();
+    registration_.reset();
+  }
+
+  template <class T>
+  T* MustNew() {
+    absl::StatusOr<T*> r = New<T>();
+    EXPECT_TRUE(r.ok()) << r.status();
+    return r.ok() ? *r : nullptr;
+  }
+
+ private:
+  std::optional<ThreadRegistration> registration_;
+};
+
+}  // namespace revkv::runtime::testing
