@@ -9,6 +9,8 @@
 //  - A thread parks at a safepoint by publishing its stack top and registers, reading the epoch, and
 //    storing kAtSafepoint; it waits until the epoch moves or the request is gone, so a stale request
 //    bit read by Poll() cannot make it wait forever.
+//  - The collector, before it releases the world, sets every parked thread back to kRunning itself:
+//    a parked thread that has not yet woken up must not count as stopped for the next collection.
 // The collector holds the registry mutex from StopTheWorld to ResumeTheWorld, so the set of threads
 // is stable while it runs; a thread registering or unregistering waits (unregistering in a safe
 // region, since the collector may be waiting for it).
@@ -118,6 +120,13 @@ uint64_t ThreadRegistry::StopTheWorld(ThreadContext* self) {
 }
 
 void ThreadRegistry::ResumeTheWorld() {
+  // Parked threads are handed back to kRunning here, by the collector, before the next collector can
+  // take mu_. Otherwise a thread still asleep from this stop would look stopped to the next collector
+  // while it wakes up and runs. Threads in safe regions stay there.
+  for (ThreadContext* t : threads_) {
+    ThreadState parked = ThreadState::kAtSafepoint;
+    t->state.compare_exchange_strong(parked, ThreadState::kRunning, std::memory_order_seq_cst);
+  }
   internal::g_poll_word.fetch_and(~internal::kStopRequested, std::memory_order_seq_cst);
   epoch_.fetch_add(1, std::memory_order_release);
   epoch_.notify_all();

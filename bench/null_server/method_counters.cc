@@ -1,0 +1,38 @@
+// Names of the null server's counted methods.
+#include "bench/null_server/method_counters.h"
+
+namespace revkv::bench {
+
+std::string_view NullMethodName(NullMethod method) {
+  switch (method) {
+    case NullMethod::kRange:
+      return "Range";
+    case NullMethod::kPut:
+      return "Put";
+    case NullMethod::kDeleteRange:
+      return "DeleteRange";
+    case NullMethod::kTxn:
+      return "Txn";
+    case NullMethod::kCompact:
+      return "Compact";
+    case NullMethod::kStatus:
+      return "Status";
+    case NullMethod::kPipeline:
+      return "Pipeline";
+    case NullMethod::kUnimplemented:
+      return "Unimplemented";
+    case NullMethod::kCount:
+      break;
+  }
+  return "?";
+}
+
+std::map<std::string, uint64_t> NullServerCounts::ToMap() const {
+  std::map<std::string, uint64_t> map;
+  for (int i = 0; i < kNullMethodCount; ++i) {
+    map.emplace(NullMethodName(static_cast<NullMethod>(i)), by_method[i]);
+  }
+  return map;
+}
+
+}  // namespace revkv::bench

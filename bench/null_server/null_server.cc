@@ -1,0 +1,176 @@
+// The null server: services, worker threads and their completion queues, shutdown.
+#include "bench/null_server/null_server.h"
+
+#include <grpcpp/alarm.h>
+#include <grpcpp/grpcpp.h>
+
+#include <algorithm>
+#include <chrono>
+
+#include "absl/strings/str_cat.h"
+#include "bench/null_server/handlers.h"
+
+namespace revkv::bench {
+namespace {
+
+// Unary handlers armed per served method and worker: enough that a burst of calls on one worker finds a
+// posted request for each of them (calls beyond that wait in gRPC's queue until one is re-armed).
+constexpr int kHandlersPerServedMethod = 32;
+constexpr int kHandlersPerUnservedMethod = 1;
+
+}  // namespace
+
+struct NullServer::Services {
+  etcdserverpb::KV::AsyncService kv;
+  etcdserverpb::Maintenance::AsyncService maintenance;
+  revkv::v1::KV::AsyncService pipeline;
+};
+
+// One worker thread and what it owns: its queue, its handlers, its counters. The handlers and the
+// context are touched only by the worker thread once it runs.
+struct NullServer::Worker {
+  std::unique_ptr<grpc::ServerCompletionQueue> cq;
+  MethodCounters counters;
+  WorkerContext context;
+  NullResponses responses;
+  std::vector<std::unique_ptr<Handler>> handlers;
+  grpc::Alarm stop_alarm;  // set by Shutdown: tells the worker to shut its queue down
+  MemberCompletion<Worker> stop{this, &Worker::OnStop};
+  std::thread thread;
+
+  void OnStop(bool /*ok*/) {
+    context.accepting = false;
+    cq->Shutdown();
+  }
+
+  void Run() {
+    void* tag = nullptr;
+    bool ok = false;
+    while (cq->Next(&tag, &ok)) static_cast<Completion*>(tag)->Complete(ok);
+  }
+};
+
+NullServer::NullServer() : services_(std::make_unique<Services>()) {}
+
+absl::StatusOr<std::unique_ptr<NullServer>> NullServer::Start(const NullServerOptions& options) {
+  if (options.workers < 0) return absl::InvalidArgumentError("--workers must be at least 0");
+  int worker_count = options.workers;
+  if (worker_count == 0) worker_count = std::max(1, static_cast<int>(std::thread::hardware_concurrency()));
+
+  std::unique_ptr<NullServer> server(new NullServer());
+  Services& services = *server->services_;
+  grpc::ServerBuilder builder;
+  // gRPC sets SO_REUSEPORT by default, which would let two servers share a port silently.
+  builder.AddChannelArgument(GRPC_ARG_ALLOW_REUSEPORT, 0);
+  builder.AddListeningPort(options.listen, grpc::InsecureServerCredentials(), &server->port_);
+  builder.RegisterService(&services.kv);
+  builder.RegisterService(&services.maintenance);
+  builder.RegisterService(&services.pipeline);
+  for (int i = 0; i < worker_count; ++i) {
+    auto worker = std::make_unique<Worker>();
+    worker->cq = builder.AddCompletionQueue();
+    worker->context.cq = worker->cq.get();
+    worker->context.counters = &worker->counters;
+    server->workers_.push_back(std::move(worker));
+  }
+  server->server_ = builder.BuildAndStart();
+  if (server->server_ == nullptr || server->port_ == 0) {
+    // The queues were never polled; shut them down and drain them before they are destroyed.
+    for (auto& worker : server->workers_) {
+      worker->cq->Shutdown();
+      worker->Run();
+    }
+    return absl::UnavailableError(absl::StrCat("cannot listen on ", options.listen));
+  }
+
+  const grpc::Status unimplemented(grpc::StatusCode::UNIMPLEMENTED, "revkv-null-server does not serve this");
+  for (auto& worker_ptr : server->workers_) {
+    Worker& w = *worker_ptr;
+    WorkerContext* ctx = &w.context;
+    NullResponses& r = w.responses;
+    auto& kv = services.kv;
+    auto& mt = services.maintenance;
+    for (int i = 0; i < kHandlersPerServedMethod; ++i) {
+      w.handlers.push_back(MakeUnaryHandler<etcdserverpb::RangeRequest>(
+          ctx, NullMethod::kRange, &r.range, grpc::Status::OK,
+          [&kv](auto* c, auto* q, auto* wr, auto* cq, void* tag) { kv.RequestRange(c, q, wr, cq, cq, tag); }));
+      w.handlers.push_back(MakeUnaryHandler<etcdserverpb::PutRequest>(
+          ctx, NullMethod::kPut, &r.put, grpc::Status::OK,
+          [&kv](auto* c, auto* q, auto* wr, auto* cq, void* tag) { kv.RequestPut(c, q, wr, cq, cq, tag); }));
+      w.handlers.push_back(MakeUnaryHandler<etcdserverpb::TxnRequest>(
+          ctx, NullMethod::kTxn, &r.txn, grpc::Status::OK,
+          [&kv](auto* c, auto* q, auto* wr, auto* cq, void* tag) { kv.RequestTxn(c, q, wr, cq, cq, tag); }));
+    }
+    for (int i = 0; i < kHandlersPerUnservedMethod; ++i) {
+      w.handlers.push_back(MakeUnaryHandler<etcdserverpb::DeleteRangeRequest>(
+          ctx, NullMethod::kDeleteRange, &r.delete_range, grpc::Status::OK,
+          [&kv](auto* c, auto* q, auto* wr, auto* cq, void* tag) {
+            kv.RequestDeleteRange(c, q, wr, cq, cq, tag);
+          }));
+      w.handlers.push_back(MakeUnaryHandler<etcdserverpb::CompactionRequest>(
+          ctx, NullMethod::kCompact, &r.compact, grpc::Status::OK,
+          [&kv](auto* c, auto* q, auto* wr, auto* cq, void* tag) { kv.RequestCompact(c, q, wr, cq, cq, tag); }));
+      w.handlers.push_back(MakeUnaryHandler<etcdserverpb::StatusRequest>(
+          ctx, NullMethod::kStatus, &r.status, grpc::Status::OK,
+          [&mt](auto* c, auto* q, auto* wr, auto* cq, void* tag) { mt.RequestStatus(c, q, wr, cq, cq, tag); }));
+      // The Maintenance methods revkv's data path does not use: registered, so that they answer
+      // UNIMPLEMENTED rather than wait for a handler that never comes.
+      w.handlers.push_back(MakeUnaryHandler<etcdserverpb::AlarmRequest>(
+          ctx, NullMethod::kUnimplemented, &etcdserverpb::AlarmResponse::default_instance(), unimplemented,
+          [&mt](auto* c, auto* q, auto* wr, auto* cq, void* tag) { mt.RequestAlarm(c, q, wr, cq, cq, tag); }));
+      w.handlers.push_back(MakeUnaryHandler<etcdserverpb::DefragmentRequest>(
+          ctx, NullMethod::kUnimplemented, &etcdserverpb::DefragmentResponse::default_instance(),
+          unimplemented, [&mt](auto* c, auto* q, auto* wr, auto* cq, void* tag) {
+            mt.RequestDefragment(c, q, wr, cq, cq, tag);
+          }));
+      w.handlers.push_back(MakeUnaryHandler<etcdserverpb::HashRequest>(
+          ctx, NullMethod::kUnimplemented, &etcdserverpb::HashResponse::default_instance(), unimplemented,
+          [&mt](auto* c, auto* q, auto* wr, auto* cq, void* tag) { mt.RequestHash(c, q, wr, cq, cq, tag); }));
+      w.handlers.push_back(MakeUnaryHandler<etcdserverpb::HashKVRequest>(
+          ctx, NullMethod::kUnimplemented, &etcdserverpb::HashKVResponse::default_instance(), unimplemented,
+          [&mt](auto* c, auto* q, auto* wr, auto* cq, void* tag) { mt.RequestHashKV(c, q, wr, cq, cq, tag); }));
+      w.handlers.push_back(MakeUnaryHandler<etcdserverpb::MoveLeaderRequest>(
+          ctx, NullMethod::kUnimplemented, &etcdserverpb::MoveLeaderResponse::default_instance(),
+          unimplemented, [&mt](auto* c, auto* q, auto* wr, auto* cq, void* tag) {
+            mt.RequestMoveLeader(c, q, wr, cq, cq, tag);
+          }));
+      w.handlers.push_back(MakeSnapshotHandler(ctx, &mt));
+    }
+    for (auto& handler : w.handlers) handler->Arm();
+    AcceptPipelineStream(ctx, &services.pipeline, &r.txn);
+  }
+  for (auto& worker : server->workers_) {
+    worker->thread = std::thread([w = worker.get()] { w->Run(); });
+  }
+  return server;
+}
+
+NullServer::~NullServer() {
+  Shutdown();
+  server_.reset();  // the server goes before the queues and services it refers to
+  workers_.clear();
+  services_.reset();
+}
+
+NullServerCounts NullServer::Counts() const {
+  NullServerCounts counts;
+  for (const auto& worker : workers_) worker->counters.AddTo(&counts);
+  return counts;
+}
+
+void NullServer::Shutdown() {
+  absl::MutexLock lock(&shutdown_mu_);
+  if (shut_down_) return;
+  shut_down_ = true;
+  if (server_ == nullptr) return;  // Start failed before any worker ran
+  // After this returns no call is open and every posted request has failed or will fail; only then may
+  // the queues shut down. Each worker shuts down its own queue (on its stop alarm), so no handler can
+  // post to a queue after it was shut down.
+  server_->Shutdown(std::chrono::system_clock::now() + std::chrono::seconds(1));
+  for (auto& worker : workers_) {
+    worker->stop_alarm.Set(worker->cq.get(), gpr_now(GPR_CLOCK_MONOTONIC), worker->stop.tag());
+  }
+  for (auto& worker : workers_) worker->thread.join();
+}
+
+}  // namespace revkv::bench

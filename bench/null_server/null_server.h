@@ -1,0 +1,72 @@
+// revkv-null-server: the gRPC ceiling that revkv's throughput is compared to.
+//
+// The null server serves the same services as revkv's data path — etcdserverpb.KV (Range, Put,
+// DeleteRange, Txn, Compact), etcdserverpb.Maintenance/Status and revkv.v1.KV/Pipeline — with handlers
+// that do nothing: every call is answered at once with a response holding only a header at revision 1.
+// What a client measures against it is the cost of gRPC itself (HTTP/2, protobuf, the completion queues)
+// on this machine. The other Maintenance methods answer UNIMPLEMENTED; Cluster is not served.
+//
+// It runs gRPC's async API with one server completion queue per worker thread; each worker drains its own
+// queue, so a call's handler only ever runs on one thread.
+#ifndef REVKV_BENCH_NULL_SERVER_NULL_SERVER_H_
+#define REVKV_BENCH_NULL_SERVER_NULL_SERVER_H_
+
+#include <memory>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include "absl/base/thread_annotations.h"
+#include "absl/status/statusor.h"
+#include "absl/synchronization/mutex.h"
+#include "bench/null_server/method_counters.h"
+
+namespace grpc {
+class Server;
+}  // namespace grpc
+
+namespace revkv::bench {
+
+struct NullServerOptions {
+  std::string listen = "127.0.0.1:2390";  // host:port; port 0 picks a free one (see NullServer::port)
+  int workers = 0;                        // worker threads; 0 means one per core
+};
+
+// A running null server. Thread-safe.
+class NullServer {
+ public:
+  // Binds, starts the workers and returns the running server; fails with UNAVAILABLE when the address
+  // cannot be bound (in use, bad host) and INVALID_ARGUMENT for a negative worker count.
+  static absl::StatusOr<std::unique_ptr<NullServer>> Start(const NullServerOptions& options);
+
+  NullServer(const NullServer&) = delete;
+  NullServer& operator=(const NullServer&) = delete;
+  ~NullServer();  // shuts down first when Shutdown was not called
+
+  int port() const { return port_; }  // the bound port (the chosen one when asked for port 0)
+  int workers() const { return static_cast<int>(workers_.size()); }
+
+  // Requests counted so far, summed over workers. Exact once every client has received its replies.
+  NullServerCounts Counts() const;
+
+  // Stops accepting calls, cancels calls still open after a one-second grace and joins the workers.
+  // Idempotent; blocks until the workers have exited.
+  void Shutdown();
+
+ private:
+  struct Worker;
+  NullServer();
+
+  std::unique_ptr<grpc::Server> server_;
+  std::vector<std::unique_ptr<Worker>> workers_;
+  int port_ = 0;
+  absl::Mutex shutdown_mu_;
+  bool shut_down_ ABSL_GUARDED_BY(shutdown_mu_) = false;
+  // The services live behind an opaque pointer so that this header needs no generated code.
+  struct Services;
+  std::unique_ptr<Services> services_;
+};
+
+}  // namespace revkv::bench
+
+#endif  // REVKV_BENCH_NULL_SERVER_NULL_SERVER_H_
