@@ -32,7 +32,11 @@ void PageSpace::Configure(const HeapOptions& options) {
 
 void PageSpace::SetMaxBytes(size_t bytes) {
   std::lock_guard<std::mutex> lock(mu_);
-  max_pages_.store(std::max<size_t>(2, bytes / kPageSize), std::memory_order_relaxed);
+  const size_t max_pages = std::max<size_t>(2, bytes / kPageSize);
+  max_pages_.store(max_pages, std::memory_order_relaxed);
+  // A trigger at or above the maximum would only fire on exhaustion.
+  const size_t ceiling = max_pages * kPageSize - max_pages * kPageSize / 8;
+  if (next_major_trigger_.load(std::memory_order_relaxed) > ceiling) next_major_trigger_.store(ceiling);
 }
 
 bool PageSpace::Contains(const void* p) const {

@@ -3,15 +3,26 @@
 
 #include <ctime>
 
-#include "absl/strings/ascii.h"
-#include "absl/strings/match.h"
-#include "absl/strings/str_cat.h"
+#include "fmt/format.h"
 
 namespace revkv::server {
+namespace {
+
+bool EqualsIgnoreCase(std::string_view a, std::string_view b) {
+  if (a.size() != b.size()) return false;
+  for (size_t i = 0; i < a.size(); ++i) {
+    const char x = a[i] >= 'A' && a[i] <= 'Z' ? a[i] - 'A' + 'a' : a[i];
+    const char y = b[i] >= 'A' && b[i] <= 'Z' ? b[i] - 'A' + 'a' : b[i];
+    if (x != y) return false;
+  }
+  return true;
+}
+
+}  // namespace
 
 std::string_view HttpRequest::Header(std::string_view name) const {
   for (const auto& [key, value] : headers) {
-    if (absl::EqualsIgnoreCase(key, name)) return value;
+    if (EqualsIgnoreCase(key, name)) return value;
   }
   return {};
 }
@@ -90,11 +101,11 @@ std::string SerializeResponse(const HttpResponse& response, const SerializeOptio
   const bool has_body = StatusHasBody(status);
   std::string out;
   out.reserve(256 + (options.head_only || !has_body ? 0 : response.body.size()));
-  absl::StrAppend(&out, "HTTP/1.1 ", status, " ", ReasonPhrase(status), "\r\n");
+  out.append(fmt::format("HTTP/1.1 {} {}\r\n", status, ReasonPhrase(status)));
   for (const auto& [name, value] : response.headers) {
     // The server owns framing headers; a handler's copy would contradict them.
-    if (absl::EqualsIgnoreCase(name, "content-length") || absl::EqualsIgnoreCase(name, "connection") ||
-        absl::EqualsIgnoreCase(name, "transfer-encoding") || absl::EqualsIgnoreCase(name, "date")) {
+    if (EqualsIgnoreCase(name, "content-length") || EqualsIgnoreCase(name, "connection") ||
+        EqualsIgnoreCase(name, "transfer-encoding") || EqualsIgnoreCase(name, "date")) {
       continue;
     }
     AppendSanitized(&out, name);
@@ -105,7 +116,7 @@ std::string SerializeResponse(const HttpResponse& response, const SerializeOptio
   if (has_body) {
     out.append("Content-Type: ");
     AppendSanitized(&out, response.content_type);
-    absl::StrAppend(&out, "\r\nContent-Length: ", response.body.size(), "\r\n");
+    out.append(fmt::format("\r\nContent-Length: {}\r\n", response.body.size()));
   }
   out.append("Date: ");
   AppendDate(&out);
@@ -121,8 +132,8 @@ std::string SerializeResponse(const HttpResponse& response, const SerializeOptio
 }
 
 HttpResponse ErrorResponse(int status, std::string_view detail) {
-  std::string body = absl::StrCat(status, " ", ReasonPhrase(status));
-  if (!detail.empty()) absl::StrAppend(&body, ": ", detail);
+  std::string body = fmt::format("{} {}", status, ReasonPhrase(status));
+  if (!detail.empty()) body.append(": ").append(detail);
   body.push_back('\n');
   return HttpResponse::Text(status, std::move(body));
 }

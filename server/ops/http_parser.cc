@@ -5,19 +5,38 @@
 #include <optional>
 #include <vector>
 
-#include "absl/strings/ascii.h"
-#include "absl/strings/numbers.h"
-#include "absl/strings/str_cat.h"
-#include "absl/strings/str_split.h"
+#include "fmt/format.h"
 
 namespace revkv::server::http {
 namespace {
 
 using Status = ParsedRequest::Status;
 
+bool IsDigit(unsigned char c) { return c >= '0' && c <= '9'; }
+bool IsAlnum(unsigned char c) { return IsDigit(c) || ((c | 0x20) >= 'a' && (c | 0x20) <= 'z'); }
+
+std::string ToLower(std::string_view s) {
+  std::string out(s);
+  for (char& c : out) {
+    if (c >= 'A' && c <= 'Z') c = static_cast<char>(c - 'A' + 'a');
+  }
+  return out;
+}
+
+// Splits at every `separator`; empty pieces are kept.
+std::vector<std::string_view> Split(std::string_view s, char separator) {
+  std::vector<std::string_view> pieces;
+  while (true) {
+    const size_t at = s.find(separator);
+    pieces.push_back(s.substr(0, at));
+    if (at == std::string_view::npos) return pieces;
+    s.remove_prefix(at + 1);
+  }
+}
+
 // tchar from RFC 9110: the characters of a method or a header name.
 bool IsTokenChar(unsigned char c) {
-  if (absl::ascii_isalnum(c)) return true;
+  if (IsAlnum(c)) return true;
   switch (c) {
     case '!': case '#': case '$': case '%': case '&': case '\'': case '*': case '+':
     case '-': case '.': case '^': case '_': case '`': case '|': case '~':
@@ -85,23 +104,22 @@ std::optional<std::string> ParseTarget(std::string_view target, HttpRequest* req
   if (const size_t hash = rest.find('#'); hash != std::string_view::npos) rest = rest.substr(0, hash);
   if (!rest.empty() && rest.front() != '/') {
     const size_t scheme_end = rest.find("://");
-    const std::string scheme = absl::AsciiStrToLower(rest.substr(0, scheme_end));
+    const std::string scheme = ToLower(rest.substr(0, scheme_end));
     if (scheme_end == std::string_view::npos || (scheme != "http" && scheme != "https")) {
       return "request target must be a path starting with '/'";
     }
     rest = rest.substr(scheme_end + 3);
     const size_t slash = rest.find_first_of("/?");
-    rest = slash == std::string_view::npos ? std::string_view("/") : rest.substr(slash);
-    if (rest.front() == '?') {
-      request->path = "/";
-    }
+    rest = slash == std::string_view::npos ? std::string_view() : rest.substr(slash);
   }
   const size_t question = rest.find('?');
-  if (request->path.empty() && !PercentDecode(rest.substr(0, question), false, &request->path)) {
+  if (!PercentDecode(rest.substr(0, question), false, &request->path)) {
     return "bad percent-encoding in the request path";
   }
+  if (request->path.empty()) request->path.push_back('/');  // "http://host" or "http://host?q"
   if (question == std::string_view::npos) return std::nullopt;
-  for (std::string_view pair : absl::StrSplit(rest.substr(question + 1), '&', absl::SkipEmpty())) {
+  for (std::string_view pair : Split(rest.substr(question + 1), '&')) {
+    if (pair.empty()) continue;
     const size_t eq = pair.find('=');
     std::string name, value;
     if (!PercentDecode(pair.substr(0, eq), true, &name) ||
@@ -177,7 +195,7 @@ ParsedRequest ParseRequestHead(std::string_view buffer, const ParseLimits& limit
       }
     }
     if (lines.size() > static_cast<size_t>(limits.max_headers)) {
-      return Error(431, absl::StrCat("more than ", limits.max_headers, " header fields"));
+      return Error(431, fmt::format("more than {} header fields", limits.max_headers));
     }
     lines.push_back(line);
   }
@@ -186,13 +204,13 @@ ParsedRequest ParseRequestHead(std::string_view buffer, const ParseLimits& limit
   HttpRequest& request = result.request;
 
   // Request line: method SP target SP HTTP-version.
-  const std::vector<std::string_view> parts = absl::StrSplit(lines[0], ' ');
+  const std::vector<std::string_view> parts = Split(lines[0], ' ');
   if (parts.size() != 3 || !IsToken(parts[0]) || parts[1].empty()) {
     return Error(400, "malformed request line");
   }
   const std::string_view version = parts[2];
-  if (version.size() != 8 || version.substr(0, 5) != "HTTP/" || !absl::ascii_isdigit(version[5]) ||
-      version[6] != '.' || !absl::ascii_isdigit(version[7])) {
+  if (version.size() != 8 || version.substr(0, 5) != "HTTP/" || !IsDigit(version[5]) ||
+      version[6] != '.' || !IsDigit(version[7])) {
     return Error(400, "malformed HTTP version");
   }
   if (version[5] != '1') return Error(505, "only HTTP/1.0 and HTTP/1.1 are supported");
@@ -212,22 +230,24 @@ ParsedRequest ParseRequestHead(std::string_view buffer, const ParseLimits& limit
     if (colon == std::string_view::npos || !IsToken(line.substr(0, colon))) {
       return Error(400, "malformed header line");
     }
-    std::string name = absl::AsciiStrToLower(line.substr(0, colon));
+    std::string name = ToLower(line.substr(0, colon));
     const std::string_view value = TrimBlanks(line.substr(colon + 1));
     if (name == "host") {
       ++hosts;
     } else if (name == "content-length") {
-      uint64_t length;
-      if (value.empty() || value.find_first_not_of("0123456789") != std::string_view::npos ||
-          !absl::SimpleAtoi(value, &length) || (content_length && *content_length != length)) {
-        return Error(400, "invalid Content-Length");
+      uint64_t length = 0;
+      bool valid = !value.empty() && value.size() <= 18;  // no overflow below 10^18
+      for (unsigned char c : value) {
+        valid = valid && IsDigit(c);
+        length = length * 10 + (c - '0');
       }
+      if (!valid || (content_length && *content_length != length)) return Error(400, "invalid Content-Length");
       content_length = length;
     } else if (name == "transfer-encoding") {
       transfer_encoding = true;
     } else if (name == "connection") {
-      for (std::string_view token : absl::StrSplit(value, ',')) {
-        const std::string lower = absl::AsciiStrToLower(TrimBlanks(token));
+      for (std::string_view token : Split(value, ',')) {
+        const std::string lower = ToLower(TrimBlanks(token));
         if (lower == "close") close = true;
         if (lower == "keep-alive") keep_alive_token = true;
       }

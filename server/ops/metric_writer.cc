@@ -8,7 +8,7 @@
 #include <limits>
 #include <string>
 
-#include "absl/strings/str_cat.h"
+#include "fmt/format.h"
 #include "server/ops/metrics.h"
 #include "server/ops/prometheus_text.h"
 
@@ -67,12 +67,12 @@ void AppendSample(std::string* out, std::string_view name, std::string_view suff
   out->push_back('\n');
 }
 
-void CheckLabels(std::string_view family, const Labels& labels, MetricType type) {
+void CheckLabels(std::string_view family, const Labels& labels) {
   for (size_t i = 0; i < labels.size(); ++i) {
-    internal::CheckLabelName(family, labels[i].name, type);
+    internal::CheckLabelName(family, labels[i].name);
     for (size_t j = 0; j < i; ++j) {
       if (labels[j].name == labels[i].name) {
-        prometheus::Fatal(absl::StrCat("metric ", family, ": label '", labels[i].name, "' given twice"));
+        prometheus::Fatal(fmt::format("metric {}: label '{}' given twice", family, labels[i].name));
       }
     }
   }
@@ -84,30 +84,40 @@ namespace internal {
 
 void CheckFamilyName(std::string_view name, MetricType type) {
   if (!prometheus::IsValidMetricName(name)) {
-    prometheus::Fatal(absl::StrCat("invalid metric name '", name, "' (must match [a-zA-Z_:][a-zA-Z0-9_:]*)"));
+    prometheus::Fatal(fmt::format("invalid metric name '{}' (must match [a-zA-Z_:][a-zA-Z0-9_:]*)", name));
   }
   const bool total = EndsWith(name, "_total");
   if (type == MetricType::kCounter && !total) {
-    prometheus::Fatal(absl::StrCat("counter '", name, "' must be named with the suffix _total"));
+    prometheus::Fatal(fmt::format("counter '{}' must be named with the suffix _total", name));
   }
   if (type != MetricType::kCounter && total) {
-    prometheus::Fatal(absl::StrCat(TypeName(type), " '", name, "' must not end in _total (counters only)"));
+    prometheus::Fatal(fmt::format("{} '{}' must not end in _total (counters only)", TypeName(type), name));
+  }
+  if (type != MetricType::kHistogram) {
+    for (std::string_view suffix : {"_bucket", "_count", "_sum"}) {
+      if (EndsWith(name, suffix)) {
+        prometheus::Fatal(fmt::format("{} '{}' must not end in {} (histogram samples only)", TypeName(type),
+                                      name, suffix));
+      }
+    }
   }
 }
 
-void CheckLabelName(std::string_view family, std::string_view label, MetricType type) {
+void CheckLabelName(std::string_view family, std::string_view label) {
   if (!prometheus::IsValidLabelName(label)) {
-    prometheus::Fatal(absl::StrCat("metric ", family, ": invalid label name '", label,
-                                   "' (must match [a-zA-Z_][a-zA-Z0-9_]* and not start with __)"));
+    prometheus::Fatal(fmt::format(
+        "metric {}: invalid label name '{}' (must match [a-zA-Z_][a-zA-Z0-9_]* and not start with __)", family,
+        label));
   }
-  if (type == MetricType::kHistogram && label == "le") {
-    prometheus::Fatal(absl::StrCat("histogram ", family, ": label name 'le' is reserved for buckets"));
+  if (label == "le" || label == "quantile") {
+    prometheus::Fatal(fmt::format("metric {}: label name '{}' is reserved (histogram and summary buckets)",
+                                  family, label));
   }
 }
 
 std::vector<std::string> SampleNames(std::string_view name, MetricType type) {
   if (type != MetricType::kHistogram) return {std::string(name)};
-  return {absl::StrCat(name, "_bucket"), absl::StrCat(name, "_sum"), absl::StrCat(name, "_count")};
+  return {fmt::format("{}_bucket", name), fmt::format("{}_sum", name), fmt::format("{}_count", name)};
 }
 
 }  // namespace internal
@@ -120,19 +130,20 @@ MetricWriter::FamilyText& MetricWriter::FamilyFor(std::string_view name, std::st
   auto it = families_.find(name);
   if (it != families_.end()) {
     if (it->second.type != type) {
-      prometheus::Fatal(absl::StrCat("metric ", name, " written as ", TypeName(it->second.type), " and as ",
-                                     TypeName(type)));
+      prometheus::Fatal(
+          fmt::format("metric {} written as {} and as {}", name, TypeName(it->second.type), TypeName(type)));
     }
     return it->second;
   }
   internal::CheckFamilyName(name, type);
+  if (help.empty()) prometheus::Fatal(fmt::format("metric {} has no help text", name));
   // No two families may produce the same sample name (a gauge "x_count" next to a histogram "x").
   std::vector<std::string> samples = internal::SampleNames(name, type);
   for (const std::string& sample : samples) {
     auto owner = sample_names_.find(sample);
     if (owner != sample_names_.end()) {
       prometheus::Fatal(
-          absl::StrCat("metric ", name, ": sample name ", sample, " clashes with metric ", owner->second));
+          fmt::format("metric {}: sample name {} clashes with metric {}", name, sample, owner->second));
     }
   }
   for (std::string& sample : samples) sample_names_.emplace(std::move(sample), std::string(name));
@@ -142,31 +153,31 @@ MetricWriter::FamilyText& MetricWriter::FamilyFor(std::string_view name, std::st
 void MetricWriter::WriteCounter(std::string_view name, std::string_view help, double value,
                                 const Labels& labels) {
   FamilyText& family = FamilyFor(name, help, MetricType::kCounter);
-  CheckLabels(name, labels, MetricType::kCounter);
+  CheckLabels(name, labels);
   AppendSample(&family.body, name, "", labels, nullptr, value);
 }
 
 void MetricWriter::WriteGauge(std::string_view name, std::string_view help, double value,
                               const Labels& labels) {
   FamilyText& family = FamilyFor(name, help, MetricType::kGauge);
-  CheckLabels(name, labels, MetricType::kGauge);
+  CheckLabels(name, labels);
   AppendSample(&family.body, name, "", labels, nullptr, value);
 }
 
 void MetricWriter::WriteHistogram(std::string_view name, std::string_view help,
                                   const CumulativeHistogram& histogram, const Labels& labels) {
   FamilyText& family = FamilyFor(name, help, MetricType::kHistogram);
-  CheckLabels(name, labels, MetricType::kHistogram);
+  CheckLabels(name, labels);
   const std::vector<double>& bounds = histogram.upper_bounds;
   if (bounds.size() != histogram.cumulative_counts.size()) {
-    prometheus::Fatal(absl::StrCat("histogram ", name, ": ", bounds.size(), " bounds but ",
-                                   histogram.cumulative_counts.size(), " bucket counts"));
+    prometheus::Fatal(fmt::format("histogram {}: {} bounds but {} bucket counts", name, bounds.size(),
+                                  histogram.cumulative_counts.size()));
   }
   uint64_t running = 0;  // cumulative counts never decrease, even from a racy snapshot
   for (size_t i = 0; i < bounds.size(); ++i) {
     const bool last_is_inf = i + 1 == bounds.size() && std::isinf(bounds[i]) && bounds[i] > 0;
     if (!last_is_inf && (!std::isfinite(bounds[i]) || (i > 0 && !(bounds[i] > bounds[i - 1])))) {
-      prometheus::Fatal(absl::StrCat("histogram ", name, ": bucket bounds must be finite and increasing"));
+      prometheus::Fatal(fmt::format("histogram {}: bucket bounds must be finite and increasing", name));
     }
     running = std::max(running, histogram.cumulative_counts[i]);
     if (last_is_inf) break;  // written below, as the +Inf bucket every histogram has

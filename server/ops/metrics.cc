@@ -12,8 +12,7 @@
 #include <set>
 #include <utility>
 
-#include "absl/strings/str_cat.h"
-#include "absl/strings/str_join.h"
+#include "fmt/format.h"
 #include "server/ops/prometheus_text.h"
 
 namespace revkv::server {
@@ -24,8 +23,8 @@ std::vector<double> CheckedBounds(std::vector<double> bounds) {
   if (!bounds.empty() && std::isinf(bounds.back()) && bounds.back() > 0) bounds.pop_back();
   for (size_t i = 0; i < bounds.size(); ++i) {
     if (!std::isfinite(bounds[i]) || (i > 0 && !(bounds[i] > bounds[i - 1]))) {
-      prometheus::Fatal(absl::StrCat("histogram bucket bounds must be finite and strictly increasing, got [",
-                                     absl::StrJoin(bounds, ", "), "]"));
+      prometheus::Fatal(fmt::format("histogram bucket bounds must be finite and strictly increasing, got [{}]",
+                                    fmt::join(bounds, ", ")));
     }
   }
   return bounds;
@@ -83,8 +82,8 @@ const std::vector<double>& PauseBuckets() {
 
 std::vector<double> ExponentialBuckets(double start, double factor, int count) {
   if (!(start > 0) || !(factor > 1) || count < 1) {
-    prometheus::Fatal(absl::StrCat("ExponentialBuckets(", start, ", ", factor, ", ", count,
-                                   "): needs start > 0, factor > 1, count >= 1"));
+    prometheus::Fatal(fmt::format("ExponentialBuckets({}, {}, {}): needs start > 0, factor > 1, count >= 1",
+                                  start, factor, count));
   }
   std::vector<double> bounds;
   bounds.reserve(count);
@@ -147,9 +146,8 @@ void WriteChild(MetricWriter& out, const FamilyInfo& info, const std::vector<std
 }
 
 void LabelCountMismatch(const FamilyInfo& info, size_t given) {
-  prometheus::Fatal(absl::StrCat("metric ", info.name, " has ", info.label_names.size(), " label(s) (",
-                                 absl::StrJoin(info.label_names, ", "), ") but ", given,
-                                 " value(s) were given"));
+  prometheus::Fatal(fmt::format("metric {} has {} label(s) ({}) but {} value(s) were given", info.name,
+                                info.label_names.size(), fmt::join(info.label_names, ", "), given));
 }
 
 }  // namespace internal
@@ -166,11 +164,12 @@ Family<Metric>& MetricsRegistry::AddFamily(std::string_view name, std::string_vi
                                            std::vector<std::string> label_names, MetricType type,
                                            std::function<std::unique_ptr<Metric>()> make) {
   internal::CheckFamilyName(name, type);
+  if (help.empty()) prometheus::Fatal(fmt::format("metric {} has no help text", name));
   std::set<std::string_view> seen;
   for (const std::string& label : label_names) {
-    internal::CheckLabelName(name, label, type);
+    internal::CheckLabelName(name, label);
     if (!seen.insert(label).second) {
-      prometheus::Fatal(absl::StrCat("metric ", name, ": label '", label, "' listed twice"));
+      prometheus::Fatal(fmt::format("metric {}: label '{}' listed twice", name, label));
     }
   }
   auto family = std::make_unique<Family<Metric>>(
@@ -179,13 +178,13 @@ Family<Metric>& MetricsRegistry::AddFamily(std::string_view name, std::string_vi
   std::lock_guard<std::mutex> lock(mu_);
   // A family name must be new, and no two families may produce the same sample name (a gauge
   // "x_count" next to a histogram "x").
-  if (families_.count(name) != 0) prometheus::Fatal(absl::StrCat("metric ", name, " registered twice"));
+  if (families_.count(name) != 0) prometheus::Fatal(fmt::format("metric {} registered twice", name));
   std::vector<std::string> samples = internal::SampleNames(name, type);
   for (const std::string& sample : samples) {
     auto owner = sample_names_.find(sample);
     if (owner != sample_names_.end()) {
       prometheus::Fatal(
-          absl::StrCat("metric ", name, ": sample name ", sample, " clashes with metric ", owner->second));
+          fmt::format("metric {}: sample name {} clashes with metric {}", name, sample, owner->second));
     }
   }
   for (std::string& sample : samples) sample_names_.emplace(std::move(sample), std::string(name));

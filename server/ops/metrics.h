@@ -10,10 +10,12 @@
 // sorted by name, with its "# HELP" and "# TYPE" lines; histograms as cumulative `_bucket{le="..."}`
 // samples ending with le="+Inf", then `_sum` and `_count`.
 //
-// Conventions (checked where they can be): names are `revkv_<what>_<unit>` in base units (seconds,
-// bytes); counter names end in `_total` and no other metric's does; histogram bucket bounds are in
-// seconds. A bad name, a bad label name or a wrong number of label values is a programmer error and
-// aborts with a message ("revkv metrics: ...").
+// Conventions (checked where they can be, so `promtool check metrics` passes): names are
+// `revkv_<what>_<unit>` in base units (seconds, bytes) and snake_case; counter names end in `_total` and
+// no other metric's does; only histograms produce names ending in `_bucket`, `_sum` or `_count`; the
+// label names "le" and "quantile" are reserved; every family has help text; histogram bucket bounds are
+// in seconds. A bad name or label name, missing help, a name registered twice or a wrong number of
+// label values is a programmer error and aborts with a message ("revkv metrics: ...").
 //
 // Typical use:
 //   MetricsRegistry registry;
@@ -152,8 +154,8 @@ void WriteChild(MetricWriter& out, const FamilyInfo& info, const std::vector<std
 [[noreturn]] void LabelCountMismatch(const FamilyInfo& info, size_t given);
 // Abort unless `name` is a valid metric name following the suffix rules for `type` (metric_writer.cc).
 void CheckFamilyName(std::string_view name, MetricType type);
-// Abort unless `label` is a valid label name for a family of `type` named `family`.
-void CheckLabelName(std::string_view family, std::string_view label, MetricType type);
+// Abort unless `label` is a valid, unreserved label name (`family` is for the message).
+void CheckLabelName(std::string_view family, std::string_view label);
 // The sample names a family produces: `name`, or `name`_bucket, _sum and _count for a histogram.
 std::vector<std::string> SampleNames(std::string_view name, MetricType type);
 
@@ -224,9 +226,8 @@ using Labels = std::vector<Label>;
 
 // Accumulates samples at scrape time and renders them as text format 0.0.4. Samples of one name may be
 // written in several calls (e.g. one per label value): they are grouped under one HELP/TYPE header
-// (the first call's help wins) and families come out sorted by name. Writing a name with two different
-// types, an invalid name or label name, a counter not ending in `_total`, or "le" as a histogram label
-// aborts. Owner thread only (a collector gets a writer for the duration of its call).
+// (the first call's help wins) and families come out sorted by name. Breaking the header's naming
+// conventions or writing one name with two types aborts. Owner thread only (a collector gets a writer for the duration of its call).
 class MetricWriter {
  public:
   MetricWriter();

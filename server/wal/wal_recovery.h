@@ -1,0 +1,39 @@
+// Recovery of the write-ahead log (internal to server/wal): reads the segments in revision order,
+// replays the records after a checkpoint's revision, and repairs the log where a torn or corrupt record
+// ends it, so appending can continue without a gap. Wal::Open runs it before it starts appending.
+#ifndef REVKV_SERVER_WAL_WAL_RECOVERY_H_
+#define REVKV_SERVER_WAL_WAL_RECOVERY_H_
+
+#include <cstdint>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "absl/status/statusor.h"
+#include "server/wal/file_system.h"
+#include "server/wal/wal.h"
+
+namespace revkv::server {
+
+// The log as recovery left it.
+struct RecoveredLog {
+  std::vector<int64_t> segments;  // first revisions of the segment files left, ascending
+  int64_t next_revision = 1;      // revision the next record must carry
+  // The segment to keep appending to, if the log's last segment was read, survived and ends right
+  // before next_revision; otherwise a new segment named next_revision must be started.
+  std::optional<int64_t> continue_segment;
+  uint64_t continue_segment_bytes = 0;
+  bool continue_segment_has_records = false;
+};
+
+// Reads the segments in `dir` that can hold records after `after_revision`, calls `visitor` for each
+// record after it, and repairs the log at the first bad record (truncating its segment there, fsync'd,
+// and deleting later segments, then syncing the directory). Fills `report` (except `segment`). Fails with
+// DataLoss if revisions after `after_revision` are missing from the start of the log, FailedPrecondition
+// for an unknown format version, the visitor's error, or the first I/O error. Blocks on disk I/O.
+absl::StatusOr<RecoveredLog> RecoverLog(FileSystem* fs, const std::string& dir, int64_t after_revision,
+                                        WalRecordVisitor visitor, WalRecoveryReport* report);
+
+}  // namespace revkv::server
+
+#endif  // REVKV_SERVER_WAL_WAL_RECOVERY_H_
