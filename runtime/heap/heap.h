@@ -194,7 +194,7 @@ template <class T, class... Members>
 TypeDescriptor TypeDescriptor::Fixed(std::string_view name, Members... members) {
   static_assert(std::is_base_of_v<Object, T>, "heap types derive from Object");
   alignas(T) static unsigned char probe[sizeof(T)];
-  const T* t = reinterpret_cast<const T*>(probe);
+  [[maybe_unused]] const T* t = reinterpret_cast<const T*>(probe);
   TypeDescriptor d;
   d.name = std::string(name);
   d.fixed_size = static_cast<uint32_t>((sizeof(T) + kObjectAlignment - 1) & ~(kObjectAlignment - 1));

@@ -39,7 +39,7 @@ TEST_F(SafepointTest, RegistrationIsCountedAndScoped) {
     }
     EXPECT_FALSE(IsThreadRegistered());
   });
-  t.join();
+  Join(t);
   EXPECT_EQ(RegisteredThreadCount(), before);
 }
 
@@ -59,7 +59,7 @@ TEST_F(SafepointTest, ThreadBlockedInASafeRegionDoesNotDelayACollection) {
   ASSERT_FALSE(stats.recent.empty());
   EXPECT_LT(stats.recent.back().time_to_safepoint_nanos, 10'000'000u) << "time to safepoint must not wait";
   EXPECT_LT(elapsed, 500ms);
-  blocked.join();
+  Join(blocked);
 }
 
 TEST_F(SafepointTest, LeavingASafeRegionDuringACollectionBlocksUntilItEnds) {
@@ -84,7 +84,7 @@ TEST_F(SafepointTest, LeavingASafeRegionDuringACollectionBlocksUntilItEnds) {
   });
   CollectMajor();
   SetStoppedWorldHookForTesting(nullptr);
-  t.join();
+  Join(t);
   EXPECT_GE(left_at.load(), world_resumed_no_earlier_than.load());
 }
 
@@ -100,7 +100,7 @@ TEST_F(SafepointTest, RunningThreadsStopAtPollsQuickly) {
   while (RegisteredThreadCount() < 3) std::this_thread::yield();
   for (int i = 0; i < 20; ++i) CollectMajor();
   stop.store(true);
-  for (auto& t : threads) t.join();
+  JoinAll(threads);
   const HistogramSnapshot tts = TimeToSafepointHistogram();
   EXPECT_GE(tts.count, 20u);
   EXPECT_LT(tts.Quantile(0.5), 5'000'000u);
@@ -203,10 +203,8 @@ TEST_F(SafepointTest, FourThreadsMutateTheirStructuresWhileTheWorldStopsRepeated
   std::atomic<uint64_t> checks{0};
   std::vector<std::unique_ptr<Mutator>> mutators;
   std::vector<std::thread> threads;
-  for (int i = 0; i < 4; ++i) {
-    mutators.push_back(std::make_unique<Mutator>(seed + static_cast<uint64_t>(i), 512));
-    threads.emplace_back([&, i] { mutators[i]->Run(stop, checks); });
-  }
+  for (int i = 0; i < 4; ++i) mutators.push_back(std::make_unique<Mutator>(seed + static_cast<uint64_t>(i), 512));
+  for (int i = 0; i < 4; ++i) threads.emplace_back([&, i] { mutators[i]->Run(stop, checks); });
   const auto duration = std::chrono::milliseconds(static_cast<int64_t>(4000 * Scale()) + 500);
   const auto end = std::chrono::steady_clock::now() + duration;
   uint64_t majors = 0;
@@ -216,7 +214,7 @@ TEST_F(SafepointTest, FourThreadsMutateTheirStructuresWhileTheWorldStopsRepeated
     ++majors;
   }
   stop.store(true);
-  for (auto& t : threads) t.join();
+  JoinAll(threads);
   EXPECT_GE(majors, 50u);
   EXPECT_GE(checks.load(), 4 * 20u);
   const HistogramSnapshot tts = TimeToSafepointHistogram();

@@ -11,6 +11,8 @@
 #include <optional>
 #include <random>
 #include <string>
+#include <thread>
+#include <vector>
 
 #include "runtime/gc/gc.h"
 #include "runtime/heap/heap.h"
@@ -76,6 +78,17 @@ __attribute__((noinline)) inline void ScrubStack() {
   char buffer[64 * 1024];
   std::memset(buffer, 0, sizeof(buffer));
   asm volatile("" : : "r"(buffer) : "memory");  // keeps the stores: the buffer is "used"
+}
+
+// Joins threads from a registered thread: blocking in join is a safe region, so a collection that
+// one of the threads starts does not wait for us.
+inline void JoinAll(std::vector<std::thread>& threads) {
+  SafeRegion region;
+  for (auto& t : threads) t.join();
+}
+inline void Join(std::thread& t) {
+  SafeRegion region;
+  t.join();
 }
 
 inline HeapOptions SmallHeapOptions(size_t max_heap_bytes = size_t{256} << 20) {

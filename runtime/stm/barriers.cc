@@ -1,0 +1,258 @@
+// Seed 000's read and write barriers: Allocate, LatestGlobalRevision with PossiblyUpdateChain,
+// DirectReadBarrier, RepeatReadBarrier, Localize, WriteBarrier, WriteBarrierFromReadReady,
+// AddInReadSet with auto-localization, ReadGlobalToLocal with the container fix-up.
+//
+// Departures from the seed's pseudo-code (docs/runtime-stm.md lists them all):
+//  - The fast path of DirectReadBarrier also checks the head's time: a reference reached through a
+//    compressed chain or a collapsed field may name a revision newer than the start time, and a
+//    read-only transaction commits without validation, so such a read must go the slow way.
+//  - PossiblyUpdateChain compresses with compare-and-swap, hop by hop, only while the value it
+//    replaces is a pointer to an older revision than the target, and only to a target whose commit time
+//    is at most the snapshot horizon; it stops at the first odd h_revision (a head or a lock). Besides
+//    the seed's "rarely", it always compresses after a long walk.
+//  - Localize copies the body word by word with relaxed atomic loads: a concurrent container fix-up
+//    may store into a global object's reference field while we copy it (seed 000's benign race).
+#include <cstring>
+#include <thread>
+
+#include "runtime/gc/collector.h"
+#include "runtime/heap/object_format.h"
+#include "runtime/port/port.h"
+#include "runtime/safepoint/safepoint.h"
+#include "runtime/stm/descriptor.h"
+
+namespace revkv::runtime::stm {
+
+namespace {
+thread_local TxDescriptor* t_desc = nullptr;
+
+uint64_t CommitTimeOf(Object* o) { return static_cast<VersionedObject*>(o)->h_commit_time.load(std::memory_order_relaxed); }
+
+// A reader waiting for a header lock: the holder is running and will release it soon (it never blocks
+// while holding header locks). We hold none, so we may stop for a collection.
+void WaitForLockHolder(int& spins) {
+  if (++spins < 64) {
+    port::CpuRelax();
+  } else {
+    Poll();
+    std::this_thread::yield();
+  }
+}
+
+// seed 000 AddInReadSet.
+Object* AddInReadSet(TxDescriptor* d, Object* r) {
+  TxDescriptor::RecentRead& e = d->recent_reads_cache[TxDescriptor::HashSlot(r)];
+  if (e.object != r) {
+    d->list_of_read_objects.push_back(r);
+    e = TxDescriptor::RecentRead{r, 1};
+    return r;
+  }
+  if (++e.count < kLocalizeThreshold) return r;
+  if (e.count == kLocalizeThreshold) d->counters.auto_localizations.fetch_add(1, std::memory_order_relaxed);
+  return Localize(d, r);
+}
+
+// seed 000 ReadGlobalToLocal: `l` is global_to_local[r]; a local container's field is fixed in place.
+Object* ReadGlobalToLocal(Object* l, Object* container, std::atomic<Object*>* slot) {
+  if (container != nullptr && !container->HasFlag(kGlobal)) {
+    slot->store(l, std::memory_order_relaxed);
+    if (IsInNursery(l) && !IsInNursery(slot)) revkv::runtime::internal::RememberSlot(slot);
+  }
+  return l;
+}
+
+// seed 000 PossiblyUpdateChain, with the compare-and-swap discipline of DESIGN 2.3. "Rarely" is the
+// seed's thread-local counter, except that a walk of more than kLongWalk hops always compresses: the
+// seed's worry is write traffic on shared headers, and a long chain costs every later reader more.
+// The target is the newest revision on the walked path whose commit time is at most the snapshot
+// horizon (which may be older than r when a snapshot is live).
+constexpr int kLongWalk = 8;
+void PossiblyUpdateChain(TxDescriptor* d, Object* g, Object* r, int hops, std::atomic<Object*>* slot) {
+  if (r == g) return;
+  if (hops <= kLongWalk && (++d->rarely_counter % kRarelyPeriod) != 0) return;
+  if (!LayoutOf(r->type()).versioned) return;
+  const uint64_t horizon = SnapshotHorizon();
+  Object* target = g;
+  for (Object* cur = g; cur != r;) {
+    const uintptr_t v = cur->h_revision.load(std::memory_order_acquire);
+    if (!IsRevisionPointer(v)) break;
+    cur = reinterpret_cast<Object*>(v);
+    if (CommitTimeOf(cur) > horizon) break;
+    target = cur;
+  }
+  if (target == g) return;  // a live snapshot may still need every revision we would skip
+  const uint64_t target_time = CommitTimeOf(target);
+  Object* cur = g;
+  while (cur != target) {
+    uintptr_t next = cur->h_revision.load(std::memory_order_acquire);
+    if (!IsRevisionPointer(next)) break;  // a head or a lock: not ours to touch
+    auto* next_obj = reinterpret_cast<Object*>(next);
+    if (next_obj != target) {
+      if (CommitTimeOf(next_obj) >= target_time) break;  // already points at least as far
+      if (!cur->h_revision.compare_exchange_strong(next, reinterpret_cast<uintptr_t>(target),
+                                                   std::memory_order_acq_rel, std::memory_order_relaxed)) {
+        break;  // someone else moved it: leave the rest to them
+      }
+      d->counters.chains_compressed.fetch_add(1, std::memory_order_relaxed);
+    }
+    cur = next_obj;
+  }
+  // The container's field, if it still holds g, now names the target directly. Relaxed: a fix-up is
+  // only an optimisation; readers check the time of what they find (DirectReadBarrier), and any value
+  // a reader sees, old or new, names a revision of the same object it may legitimately reach.
+  if (slot != nullptr) {
+    Object* expected = g;
+    slot->compare_exchange_strong(expected, target, std::memory_order_relaxed, std::memory_order_relaxed);
+  }
+}
+
+// True if global `p` can be read as is: a head committed at or before the start time.
+bool ReadableAsIs(const TxDescriptor* d, Object* p, uint16_t flags) {
+  if (flags & kPossiblyOutdated) return false;
+  const uintptr_t v = p->h_revision.load(std::memory_order_acquire);
+  return !IsRevisionPointer(v) && v <= d->start_time;
+}
+}  // namespace
+
+namespace internal {
+TxDescriptor* CurrentDescriptor() { return t_desc; }
+void SetCurrentDescriptor(TxDescriptor* d) { t_desc = d; }
+
+// seed 000 RepeatReadBarrier, slow half (the caller saw kPossiblyOutdated).
+Object* RepeatReadBarrier(Object* o) {
+  TxDescriptor* d = t_desc;
+  if (d == nullptr || d->mode != TxMode::kReadWrite || !o->HasFlag(kGlobal)) return o;
+  auto it = d->global_to_local.find(o);
+  return it == d->global_to_local.end() ? o : it->second;
+}
+}  // namespace internal
+
+// seed 000 LatestGlobalRevision.
+Object* LatestGlobalRevision(TxDescriptor* d, Object* g, Object* /*container*/, std::atomic<Object*>* slot) {
+  Object* r = g;
+  int spins = 0;
+  int hops = 0;
+  for (;;) {
+    const uintptr_t v = r->h_revision.load(std::memory_order_acquire);
+    if (IsRevisionPointer(v)) {  // has a more recent revision
+      r = reinterpret_cast<Object*>(v);
+      ++hops;
+      continue;
+    }
+    if (v > d->start_time) {          // too recent, or locked
+      if (IsLockValue(v)) {
+        WaitForLockHolder(spins);
+        continue;
+      }
+      ValidateDuringTransaction(d);   // move start_time forward, or abort
+      continue;
+    }
+    break;
+  }
+  PossiblyUpdateChain(d, g, r, hops, slot);
+  return r;
+}
+
+// seed 000 Localize: a local copy of global `r` (the same copy if one exists).
+Object* Localize(TxDescriptor* d, Object* r) {
+  auto it = d->global_to_local.find(r);
+  if (it != d->global_to_local.end()) return it->second;
+  const size_t size = r->size();
+  absl::StatusOr<Object*> copy = Allocate(r->type(), size);  // may collect; r is pinned by our stack
+  if (!copy.ok()) throw TxFailSignal{copy.status()};
+  Object* l = *copy;
+  const auto* src = reinterpret_cast<const std::atomic<uint64_t>*>(reinterpret_cast<const char*>(r) + sizeof(Object));
+  auto* dst = reinterpret_cast<uint64_t*>(reinterpret_cast<char*>(l) + sizeof(Object));
+  for (size_t i = 0; i < (size - sizeof(Object)) / sizeof(uint64_t); ++i) {
+    dst[i] = src[i].load(std::memory_order_relaxed);
+  }
+  l->SetFlagsExclusive(0);
+  l->h_revision.store(reinterpret_cast<uintptr_t>(r), std::memory_order_relaxed);  // back-reference
+  d->global_to_local.emplace(r, l);
+  return l;
+}
+
+// ----- Tx: the barriers as the handle types call them -----------------------------------------------
+
+// seed 000 DirectReadBarrier.
+Object* Tx::ReadBarrier(Object* p, Object* container, std::atomic<Object*>* slot) {
+  if (p == nullptr) return p;
+  const uint16_t flags = p->flags();
+  if (!(flags & kGlobal)) return p;  // local: fast path
+  TxDescriptor* d = d_;
+  if (d->doomed) [[unlikely]] AbortTransaction(d, AbortCause::kDoomedByGc);
+  Object* r = p;
+  if (!ReadableAsIs(d, p, flags)) {
+    r = LatestGlobalRevision(d, p, container, slot);
+    if (r->HasFlag(kPossiblyOutdated)) {
+      auto it = d->global_to_local.find(r);
+      if (it != d->global_to_local.end()) return ReadGlobalToLocal(it->second, container, slot);
+    }
+  }
+  return AddInReadSet(d, r);
+}
+
+// seed 000 WriteBarrier.
+Object* Tx::WriteBarrier(Object* p) {
+  if (p->HasFlag(kWritten)) return p;  // fast path
+  TxDescriptor* d = d_;
+  Object* w;
+  Object* r = nullptr;
+  if (!p->HasFlag(kGlobal)) {
+    w = p;
+    const uintptr_t original = w->h_revision.load(std::memory_order_relaxed);
+    if (IsRevisionPointer(original)) r = reinterpret_cast<Object*>(original);
+  } else {
+    if (d->doomed) [[unlikely]] AbortTransaction(d, AbortCause::kDoomedByGc);
+    r = ReadableAsIs(d, p, p->flags()) ? p : LatestGlobalRevision(d, p, nullptr, nullptr);
+    w = Localize(d, r);
+  }
+  w->SetFlagsExclusive(w->flags() | kWritten);
+  // Benign race (seed 000): other threads set and read this flag on the same global header; a relaxed
+  // RMW suffices because our commit's clock CAS (seq_cst) publishes it before any revision we make.
+  if (r != nullptr) r->SetFlags(kPossiblyOutdated, std::memory_order_relaxed);
+  return w;
+}
+
+// seed 000 WriteBarrierFromReadReady.
+Object* Tx::WriteBarrierFromReadReady(Object* ready) {
+  if (ready->HasFlag(kWritten)) return ready;
+  TxDescriptor* d = d_;
+  Object* w;
+  Object* r = nullptr;
+  if (!ready->HasFlag(kGlobal)) {
+    w = ready;
+    const uintptr_t original = w->h_revision.load(std::memory_order_relaxed);
+    if (IsRevisionPointer(original)) r = reinterpret_cast<Object*>(original);
+  } else {
+    r = ready;
+    w = Localize(d, r);
+  }
+  w->SetFlagsExclusive(w->flags() | kWritten);
+  if (r != nullptr) r->SetFlags(kPossiblyOutdated, std::memory_order_relaxed);  // benign race, as above
+  return w;
+}
+
+// seed 000 Allocate.
+Object* Tx::AllocateLocal(TypeId type, size_t size) {
+  absl::StatusOr<Object*> o = Allocate(type, size);
+  if (!o.ok()) throw TxFailSignal{o.status()};
+  (*o)->SetFlagsExclusive(kWritten);  // h_global false, h_possibly_outdated false, h_revision 1
+  return *o;
+}
+
+Ref<Bytes> Tx::NewBytes(std::string_view data) {
+  absl::StatusOr<Bytes*> b = revkv::runtime::NewBytes(data);
+  if (!b.ok()) throw TxFailSignal{b.status()};
+  return Ref<Bytes>::FromRaw(*b);
+}
+
+void Tx::PublishAtCommitRaw(GlobalRoot& root, Object* object) { d_->publish_at_commit.emplace_back(&root, object); }
+void Tx::SetCommitAction(std::function<void(uint64_t)> action) { d_->commit_action = std::move(action); }
+void Tx::BecomeInevitable() { stm::BecomeInevitable(d_); }
+bool Tx::inevitable() const { return d_->is_inevitable; }
+uint64_t Tx::start_time() const { return d_->start_time; }
+void Tx::Retry() { AbortTransaction(d_, AbortCause::kExplicit); }
+void Tx::Fail(absl::Status status) { throw TxFailSignal{std::move(status)}; }
+
+}  // namespace revkv::runtime::stm

@@ -1,0 +1,354 @@
+// Validation, commit and abort (seed 000 "Validation", "Local garbage collection", "Committing",
+// "Inevitable transactions"), and the transaction driver RunAtomically.
+//
+// The commit, in order:
+//  1. FindRootsForLocalCollect: the written local copies are the roots; a transaction with none (and
+//     nothing to publish) is read-only and ends here, writing no shared memory.
+//  2. A safepoint poll, then PerformLocalCollect (runtime/gc LocalCollect): survivors become global.
+//  3. If the transaction has a commit action, it becomes inevitable (validating once more).
+//  4. AcquireLocks in address order; the global time advanced by 2 with a CAS; validation only if the
+//     time moved since the start; UpdateChainHeads publishes the new revisions and releases the locks.
+// From the first lock to the last release this thread neither allocates, nor blocks, nor polls: a
+// collection therefore never sees a locked header, and a thread spinning on our lock waits for a
+// thread that is running. The one wait in between (another transaction is inevitable) first cancels
+// the locks and then blocks inside a safe region.
+#include <algorithm>
+#include <cstdio>
+#include <cstdlib>
+#include <random>
+#include <thread>
+
+#include "runtime/gc/collector.h"
+#include "runtime/heap/object_format.h"
+#include "runtime/port/port.h"
+#include "runtime/safepoint/safepoint.h"
+#include "runtime/stm/descriptor.h"
+
+namespace revkv::runtime::stm {
+
+namespace internal {
+void SetCurrentDescriptor(TxDescriptor* d);
+}  // namespace internal
+
+namespace {
+
+void Check(bool condition, const char* what) {
+  if (!condition) {
+    std::fprintf(stderr, "revkv stm: invariant violated: %s\n", what);
+    std::abort();
+  }
+}
+
+// seed 000 CancelLocks.
+void CancelLocks(TxDescriptor* d) {
+  for (GcRoot& g : d->gcroots) {
+    if (g.saved != 0) {
+      g.r->h_revision.store(g.saved, std::memory_order_release);
+      g.saved = 0;
+    }
+  }
+}
+
+// seed 000 AcquireLocks: in address order (gcroots is sorted), by CAS; spins on another committer's
+// lock without polling (that committer is running and will finish).
+void AcquireLocks(TxDescriptor* d) {
+  for (GcRoot& g : d->gcroots) {
+    for (;;) {
+      uintptr_t v = g.r->h_revision.load(std::memory_order_acquire);
+      if (IsRevisionPointer(v)) AbortTransaction(d, AbortCause::kLock);  // has a more recent revision
+      if (IsLockValue(v)) {                                              // locked by someone else
+        port::CpuRelax();
+        continue;
+      }
+      if (g.r->h_revision.compare_exchange_weak(v, d->my_lock, std::memory_order_acq_rel, std::memory_order_relaxed)) {
+        g.saved = v;
+        break;
+      }
+    }
+  }
+}
+
+// Waits until no transaction is inevitable, in a safe region (the collector need not wait for us).
+void WaitForInevitable(TxDescriptor* d) {
+  const uint64_t t0 = port::NowNanos();
+  {
+    SafeRegion region;
+    std::lock_guard<std::mutex> lock(InevitableMutex());
+  }
+  d->counters.inevitable_wait_nanos.fetch_add(port::NowNanos() - t0, std::memory_order_relaxed);
+}
+
+// seed 000 GetGlobalCurTimeInCommit. Called with the locks held; if another transaction is
+// inevitable it cancels them, waits, and takes them again.
+uint64_t GetGlobalCurTimeInCommit(TxDescriptor* d) {
+  for (;;) {
+    const uint64_t t = GlobalCurTime().load(std::memory_order_seq_cst);
+    if (t != kInevitable) return t;
+    CancelLocks(d);
+    d->commit_time_in_progress.store(0, std::memory_order_release);
+    WaitForInevitable(d);
+    d->commit_time_in_progress.store(kCommitPending, std::memory_order_seq_cst);
+    AcquireLocks(d);
+  }
+}
+
+// True if every write-set head is still the newest revision and not locked by another thread. The
+// write set is gcroots once the commit has built it, else the written entries of global_to_local.
+bool ValidateWriteSet(TxDescriptor* d) {
+  auto head_ok = [d](Object* r) {
+    const uintptr_t v = r->h_revision.load(std::memory_order_acquire);
+    return !IsRevisionPointer(v) && (!IsLockValue(v) || v == d->my_lock);
+  };
+  if (!d->gcroots.empty()) {
+    for (const GcRoot& g : d->gcroots) {
+      if (!head_ok(g.r)) return false;
+    }
+    return true;
+  }
+  for (const auto& [r, l] : d->global_to_local) {
+    if (l->HasFlag(kWritten) && !head_ok(r)) return false;
+  }
+  return true;
+}
+
+// seed 000 UpdateChainHeads: each new revision gets the odd time cur_time + 1, then becomes the head
+// (R->h_revision = L, a release store: L's body, header and commit time are visible to whoever follows
+// the pointer with an acquire load). Also releases the locks.
+void UpdateChainHeads(TxDescriptor* d, uint64_t cur_time) {
+  const uint64_t new_revision = cur_time + 1;
+  for (GcRoot& g : d->gcroots) {
+    static_cast<VersionedObject*>(g.l)->h_commit_time.store(new_revision, std::memory_order_relaxed);
+    g.l->h_revision.store(new_revision, std::memory_order_release);
+  }
+  for (GcRoot& g : d->gcroots) {
+    g.r->h_revision.store(reinterpret_cast<uintptr_t>(g.l), std::memory_order_release);
+    g.saved = 0;
+  }
+  RevisionsSuperseded().fetch_add(d->gcroots.size(), std::memory_order_relaxed);
+}
+
+void ReleaseInevitable(TxDescriptor* d, uint64_t new_time) {
+  uint64_t expected = kInevitable;
+  Check(GlobalCurTime().compare_exchange_strong(expected, new_time, std::memory_order_seq_cst),
+        "the inevitable marker changed under the inevitable transaction");
+  d->is_inevitable = false;
+  InevitableMutex().unlock();
+}
+
+void Backoff(int aborts_in_row) {
+  thread_local std::minstd_rand rng(static_cast<unsigned>(port::NowNanos()));
+  const int shift = std::min(aborts_in_row, 10);
+  const unsigned spins = rng() % (16u << shift);
+  if (aborts_in_row > 6) {
+    std::this_thread::yield();
+    return;
+  }
+  for (unsigned i = 0; i < spins; ++i) port::CpuRelax();
+}
+
+// Ends the transaction attempt: forgets its state and discards its local objects.
+void EndAttempt(TxDescriptor* d, bool committed) {
+  if (!committed) {
+    CancelLocks(d);
+    d->commit_time_in_progress.store(0, std::memory_order_release);
+    if (d->is_inevitable) ReleaseInevitable(d, d->start_time);  // a body threw while inevitable
+  }
+  d->ClearTransactionState();
+  ResetNursery();
+  d->mode = TxMode::kNone;
+}
+
+}  // namespace
+
+[[noreturn]] void AbortTransaction(TxDescriptor* d, AbortCause cause) {
+  Check(!d->is_inevitable, "an inevitable transaction cannot abort");
+  CancelLocks(d);
+  d->commit_time_in_progress.store(0, std::memory_order_release);
+  throw TxAbortSignal{cause};
+}
+
+// seed 000 ValidateDuringTransaction. The new start time is the last committed time, without waiting
+// for an inevitable transaction (DESIGN 3.2: others run while one is inevitable; they wait only to
+// commit).
+void ValidateDuringTransaction(TxDescriptor* d) {
+  Check(!d->is_inevitable, "an inevitable transaction never needs to move its start time");
+  d->start_time = LastCommittedTime();
+  for (size_t i = 0; i < d->list_of_read_objects.size(); ++i) {
+    int spins = 0;
+    for (;;) {
+      Object* r = d->list_of_read_objects[i];  // re-read: a collection may relocate the read set
+      const uintptr_t v = r->h_revision.load(std::memory_order_acquire);
+      if (IsRevisionPointer(v)) AbortTransaction(d, AbortCause::kReadConflict);
+      if (IsLockValue(v)) {
+        if (++spins > 64) {
+          Poll();
+          std::this_thread::yield();
+        }
+        if (d->doomed) AbortTransaction(d, AbortCause::kDoomedByGc);
+        continue;
+      }
+      break;
+    }
+  }
+  // The write set too: a blind write does not read its object, but once the start time moves past a
+  // newer revision of it, reads of that object would find the newer revision instead of our own copy.
+  for (const auto& [r, l] : d->global_to_local) {
+    if (!l->HasFlag(kWritten)) continue;
+    int spins = 0;
+    for (;;) {
+      const uintptr_t v = r->h_revision.load(std::memory_order_acquire);
+      if (IsRevisionPointer(v)) AbortTransaction(d, AbortCause::kReadConflict);
+      if (IsLockValue(v)) {
+        if (++spins > 64) std::this_thread::yield();  // no Poll: it could rehash the map we iterate
+        continue;
+      }
+      break;
+    }
+  }
+}
+
+// seed 000 ValidateDuringCommit.
+bool ValidateDuringCommit(TxDescriptor* d) {
+  for (Object* r : d->list_of_read_objects) {
+    const uintptr_t v = r->h_revision.load(std::memory_order_acquire);
+    if (IsRevisionPointer(v)) return false;
+    if (IsLockValue(v) && v != d->my_lock) return false;
+  }
+  return true;
+}
+
+// seed 000 BecomeInevitable, plus a check of the write set: after this no commit can replace a head
+// we will lock, so AcquireLocks cannot fail for an inevitable transaction.
+void BecomeInevitable(TxDescriptor* d) {
+  if (d->is_inevitable) return;
+  Check(d->mode == TxMode::kReadWrite, "BecomeInevitable outside a read-write transaction");
+  const uint64_t t0 = port::NowNanos();
+  {
+    SafeRegion region;  // a blocking wait: the collector need not wait for us
+    InevitableMutex().lock();
+  }
+  d->counters.inevitable_wait_nanos.fetch_add(port::NowNanos() - t0, std::memory_order_relaxed);
+  uint64_t cur;
+  for (;;) {
+    cur = GlobalCurTime().load(std::memory_order_seq_cst);
+    InevitableStartTime().store(cur, std::memory_order_seq_cst);
+    if (GlobalCurTime().compare_exchange_weak(cur, kInevitable, std::memory_order_seq_cst)) break;
+  }
+  if (d->start_time != cur) {
+    d->start_time = cur;
+    if (!ValidateDuringCommit(d) || !ValidateWriteSet(d)) {
+      GlobalCurTime().store(cur, std::memory_order_seq_cst);  // must restore the value
+      InevitableMutex().unlock();
+      AbortTransaction(d, AbortCause::kValidation);
+    }
+  }
+  d->is_inevitable = true;
+  d->counters.inevitable.fetch_add(1, std::memory_order_relaxed);
+}
+
+// seed 000 FinishTransaction = FindRootsForLocalCollect + PerformLocalCollect + CommitTransaction.
+void CommitTransaction(TxDescriptor* d) {
+  if (d->doomed) AbortTransaction(d, AbortCause::kDoomedByGc);
+  d->gcroots.clear();
+  for (const auto& [r, l] : d->global_to_local) {
+    if (l->HasFlag(kWritten)) d->gcroots.push_back(GcRoot{r, l, 0});
+  }
+  const size_t reads = d->list_of_read_objects.size();
+  const size_t writes = d->gcroots.size();
+  if (writes == 0 && d->publish_at_commit.empty() && !d->commit_action) {
+    // Read-only: its reads are consistent as of start_time; nothing to publish, nothing to write.
+    if (d->is_inevitable) ReleaseInevitable(d, d->start_time);
+    d->last_commit_time = d->start_time;
+    d->counters.commits.fetch_add(1, std::memory_order_relaxed);
+    d->counters.read_set_sizes.Record(reads);
+    return;
+  }
+
+  Poll();  // commit is a safepoint; the transaction state survives a collection here
+  if (d->doomed) AbortTransaction(d, AbortCause::kDoomedByGc);
+
+  // PerformLocalCollect: roots are the written copies and the objects to publish.
+  std::vector<Object*> roots;
+  roots.reserve(writes + d->publish_at_commit.size());
+  for (const GcRoot& g : d->gcroots) roots.push_back(g.l);
+  for (const auto& [root, object] : d->publish_at_commit) roots.push_back(object);
+  LocalCollect(std::span<Object*>(roots));
+  for (size_t i = 0; i < writes; ++i) d->gcroots[i].l = roots[i];
+  for (size_t i = 0; i < d->publish_at_commit.size(); ++i) d->publish_at_commit[i].second = roots[writes + i];
+  // global_to_local now names objects of the reset nursery; from here on the commit uses gcroots.
+  d->global_to_local.clear();
+  std::sort(d->gcroots.begin(), d->gcroots.end(), [](const GcRoot& a, const GcRoot& b) { return a.r < b.r; });
+
+  if (d->commit_action && !d->is_inevitable) BecomeInevitable(d);  // may abort (validation)
+
+  // From here to UpdateChainHeads: no allocation, no blocking (but the inevitable wait, after
+  // CancelLocks), no safepoint.
+  d->commit_time_in_progress.store(kCommitPending, std::memory_order_seq_cst);
+  AcquireLocks(d);
+  uint64_t cur_time;
+  if (d->is_inevitable) {
+    cur_time = d->start_time;
+    d->commit_time_in_progress.store(cur_time + 1, std::memory_order_release);
+    if (d->commit_action) d->commit_action(cur_time + 1);
+    ReleaseInevitable(d, cur_time + 2);
+  } else {
+    cur_time = GetGlobalCurTimeInCommit(d);
+    while (!GlobalCurTime().compare_exchange_weak(cur_time, cur_time + 2, std::memory_order_seq_cst)) {
+      cur_time = GetGlobalCurTimeInCommit(d);
+    }
+    d->commit_time_in_progress.store(cur_time + 1, std::memory_order_release);
+    if (cur_time != d->start_time && !ValidateDuringCommit(d)) {
+      AbortTransaction(d, AbortCause::kValidation);  // the last abort point
+    }
+  }
+  UpdateChainHeads(d, cur_time);
+  d->commit_time_in_progress.store(0, std::memory_order_release);
+  d->last_commit_time = cur_time + 1;
+  for (const auto& [root, object] : d->publish_at_commit) root->Store(object);
+
+  d->counters.commits.fetch_add(1, std::memory_order_relaxed);
+  d->counters.write_commits.fetch_add(1, std::memory_order_relaxed);
+  d->counters.read_set_sizes.Record(reads);
+  d->counters.write_set_sizes.Record(writes);
+}
+
+uint64_t ThisThreadLastCommitTime() { return Descriptor()->last_commit_time; }
+
+namespace internal {
+
+absl::Status RunAtomically(const std::function<void(Tx&)>& body) {
+  TxDescriptor* d = Descriptor();
+  Check(d->mode == TxMode::kNone, "Atomically inside a transaction");
+  SetCurrentDescriptor(d);
+  int aborts_in_row = 0;
+  for (;;) {
+    Poll();
+    d->mode = TxMode::kReadWrite;
+    d->start_time = LastCommittedTime();
+    try {
+      if (aborts_in_row >= kInevitableAfterAborts) BecomeInevitable(d);  // progress guarantee
+      body(d->tx);
+      CommitTransaction(d);
+      EndAttempt(d, /*committed=*/true);
+      SetCurrentDescriptor(nullptr);
+      return absl::OkStatus();
+    } catch (const TxAbortSignal& abort) {
+      d->counters.aborts[static_cast<int>(abort.cause)].fetch_add(1, std::memory_order_relaxed);
+      d->counters.retries.fetch_add(1, std::memory_order_relaxed);
+      EndAttempt(d, /*committed=*/false);
+      Backoff(++aborts_in_row);
+    } catch (TxFailSignal& fail) {
+      EndAttempt(d, /*committed=*/false);
+      SetCurrentDescriptor(nullptr);
+      return std::move(fail.status);
+    } catch (...) {
+      EndAttempt(d, /*committed=*/false);
+      SetCurrentDescriptor(nullptr);
+      throw;
+    }
+  }
+}
+
+}  // namespace internal
+
+}  // namespace revkv::runtime::stm

@@ -1,0 +1,538 @@
+// Tests of the STM (runtime/stm): the bank invariant under contention, serializability against a
+// sequential replay, read-only transactions that write nothing shared, inevitable transactions,
+// snapshot scans under a write load, bounded memory under overwrites, no lost update across
+// collections, and chain compression / auto-localization under concurrency.
+#include <gtest/gtest.h>
+
+#include <algorithm>
+#include <atomic>
+#include <chrono>
+#include <map>
+#include <mutex>
+#include <thread>
+#include <vector>
+
+#include "runtime/gc/gc.h"
+#include "runtime/heap/heap.h"
+#include "runtime/safepoint/safepoint.h"
+#include "runtime/stm/stm.h"
+#include "tests/runtime/test_support.h"
+
+namespace revkv::runtime::testing {
+namespace {
+
+using namespace std::chrono_literals;
+using stm::Ref;
+using stm::SnapshotTx;
+using stm::Tx;
+
+struct Account : VersionedObject {
+  int64_t balance;
+  int64_t writes;
+  static TypeDescriptor Describe() { return TypeDescriptor::Fixed<Account>("test.Account"); }
+};
+
+// An immutable table of references to accounts (never written after creation).
+struct Table : Object {
+  uint64_t size;
+  static TypeDescriptor Describe() {
+    TypeDescriptor d;
+    d.name = "test.Table";
+    d.fixed_size = sizeof(Table);
+    d.tail = TypeDescriptor::Tail::kRefs;
+    d.tail_offset = sizeof(Table);
+    return d;
+  }
+  const Field<Account>& at(size_t i) const { return reinterpret_cast<const Field<Account>*>(this + 1)[i]; }
+  Field<Account>& at(size_t i) { return reinterpret_cast<Field<Account>*>(this + 1)[i]; }
+};
+
+class StmTest : public RuntimeTest {
+ protected:
+  HeapOptions Options() override { return SmallHeapOptions(size_t{1} << 30); }
+
+  // Creates `n` accounts of `balance` each, published in table_.
+  void MakeAccounts(size_t n, int64_t balance) {
+    ASSERT_TRUE(stm::Atomically([&](Tx& tx) {
+                  auto table = tx.NewWithTail<Table>(n * sizeof(void*));
+                  table->size = n;
+                  for (size_t i = 0; i < n; ++i) {
+                    auto a = tx.New<Account>();
+                    a->balance = balance;
+                    table.Set(table->at(i), Ref<Account>(a));
+                  }
+                  tx.PublishAtCommit(table_, Ref<Table>(table));
+                }).ok());
+  }
+  Ref<Table> table() const { return Ref<Table>::FromRaw(static_cast<Table*>(table_.Load())); }
+
+  int64_t SnapshotTotal(uint64_t* time = nullptr) {
+    absl::StatusOr<int64_t> total = stm::ReadOnly([&](SnapshotTx& tx) {
+      auto t = tx.Read(table());
+      int64_t sum = 0;
+      for (size_t i = 0; i < t->size; ++i) sum += tx.Read(Ref<Account>(t->at(i)))->balance;
+      if (time != nullptr) *time = tx.snapshot_time();
+      return sum;
+    });
+    EXPECT_TRUE(total.ok());
+    return *total;
+  }
+
+  GlobalRoot table_;
+};
+
+bool IsRevisionPointerForTest(uintptr_t v) { return (v & 1) == 0; }
+
+uint64_t TotalAborts() {
+  const stm::StmStatistics s = stm::GetStmStatistics();
+  uint64_t n = 0;
+  for (uint64_t a : s.aborts) n += a;
+  return n;
+}
+
+TEST_F(StmTest, BankTransfersConserveTheTotalAndReallyConflict) {
+  const size_t accounts = 1000;
+  MakeAccounts(accounts, 1000);
+  const int64_t expected = static_cast<int64_t>(accounts) * 1000;
+  const uint64_t seed = TestSeed();
+  const size_t transfers = Scaled(100'000);
+  const uint64_t aborts_before = TotalAborts();
+  std::atomic<bool> done{false};
+  std::atomic<uint64_t> audits{0};
+  std::vector<std::thread> threads;
+  for (int t = 0; t < 4; ++t) {
+    threads.emplace_back([&, t] {
+      ThreadRegistration r("bank");
+      std::mt19937_64 rng(seed + static_cast<uint64_t>(t));
+      for (size_t i = 0; i < transfers; ++i) {
+        const size_t from = rng() % accounts;
+        const size_t to = (from + 1 + rng() % (accounts - 1)) % accounts;
+        const int64_t amount = static_cast<int64_t>(rng() % 50);
+        ASSERT_TRUE(stm::Atomically([&](Tx& tx) {
+                      auto tbl = tx.Read(table());
+                      auto src = tx.Write(tx.Read(Ref<Account>(tbl->at(from))));
+                      auto dst = tx.Write(Ref<Account>(tbl->at(to)));  // a blind write barrier
+                      src->balance -= amount;
+                      dst->balance += amount;
+                    }).ok());
+      }
+    });
+  }
+  std::thread auditor([&] {
+    ThreadRegistration r("auditor");
+    while (!done.load()) {
+      ASSERT_EQ(SnapshotTotal(), expected) << "a concurrent read-only audit saw money appear or vanish";
+      audits.fetch_add(1);
+    }
+  });
+  JoinAll(threads);
+  done.store(true);
+  Join(auditor);
+  EXPECT_EQ(SnapshotTotal(), expected);
+  EXPECT_GT(audits.load(), 0u);
+  EXPECT_GT(TotalAborts(), aborts_before) << "4 threads on 1000 accounts must conflict at least once";
+  const stm::StmStatistics s = stm::GetStmStatistics();
+  std::printf("commits %llu, aborts read %llu lock %llu validation %llu doomed %llu, audits %llu\n",
+              static_cast<unsigned long long>(s.write_commits), static_cast<unsigned long long>(s.aborts[0]),
+              static_cast<unsigned long long>(s.aborts[1]), static_cast<unsigned long long>(s.aborts[2]),
+              static_cast<unsigned long long>(s.aborts[3]), static_cast<unsigned long long>(audits.load()));
+}
+
+// One committed transaction of the serializability test: what it read and wrote, and when.
+struct Recorded {
+  uint64_t time;                             // ThisThreadLastCommitTime
+  std::vector<std::pair<size_t, int64_t>> reads;
+  std::vector<std::pair<size_t, int64_t>> writes;
+};
+
+TEST_F(StmTest, ReplayingCommittedTransactionsInTimeOrderReproducesEveryRead) {
+  const size_t keys = 8;
+  MakeAccounts(keys, 0);
+  const uint64_t seed = TestSeed();
+  const size_t per_thread = Scaled(20'000);
+  std::mutex mu;
+  std::vector<Recorded> log;
+  std::vector<std::thread> threads;
+  for (int t = 0; t < 4; ++t) {
+    threads.emplace_back([&, t] {
+      ThreadRegistration r("serial");
+      std::mt19937_64 rng(seed * 31 + static_cast<uint64_t>(t));
+      std::vector<Recorded> mine;
+      for (size_t i = 0; i < per_thread; ++i) {
+        Recorded rec;
+        const int nreads = 1 + static_cast<int>(rng() % 3);
+        const int nwrites = static_cast<int>(rng() % 3);
+        std::vector<size_t> read_keys, write_keys;
+        for (int k = 0; k < nreads; ++k) read_keys.push_back(rng() % keys);
+        for (int k = 0; k < nwrites; ++k) write_keys.push_back(rng() % keys);
+        const int64_t stamp = static_cast<int64_t>((uint64_t(t) << 40) | i);
+        ASSERT_TRUE(stm::Atomically([&](Tx& tx) {
+                      rec.reads.clear();
+                      rec.writes.clear();
+                      auto tbl = tx.Read(table());
+                      int64_t acc = 0;
+                      for (size_t k : read_keys) {
+                        const int64_t v = tx.Read(Ref<Account>(tbl->at(k)))->balance;
+                        rec.reads.emplace_back(k, v);
+                        acc += v;
+                      }
+                      for (size_t k : write_keys) {
+                        auto w = tx.Write(Ref<Account>(tbl->at(k)));
+                        w->balance = stamp + acc;
+                        rec.writes.emplace_back(k, stamp + acc);
+                        // Reads after our own write see it.
+                        const int64_t again = tx.Read(Ref<Account>(tbl->at(k)))->balance;
+                        ASSERT_EQ(again, stamp + acc);
+                      }
+                    }).ok());
+        rec.time = stm::ThisThreadLastCommitTime();
+        mine.push_back(std::move(rec));
+      }
+      std::lock_guard<std::mutex> lock(mu);
+      for (auto& m : mine) log.push_back(std::move(m));
+    });
+  }
+  JoinAll(threads);
+  // Writers commit at odd times (unique); read-only transactions serialize at their even start time,
+  // after every writer with a smaller time. Replay in that order.
+  std::stable_sort(log.begin(), log.end(), [](const Recorded& a, const Recorded& b) { return a.time < b.time; });
+  std::vector<int64_t> state(keys, 0);
+  for (size_t i = 0; i < log.size(); ++i) {
+    const Recorded& rec = log[i];
+    if (i > 0 && !rec.writes.empty()) {
+      ASSERT_NE(log[i - 1].time, rec.time) << "two writers share a commit time";
+    }
+    for (auto [k, v] : rec.reads) ASSERT_EQ(state[k], v) << "transaction at time " << rec.time << " read key " << k;
+    for (auto [k, v] : rec.writes) state[k] = v;
+  }
+  // The final state is what the replay says.
+  ASSERT_TRUE(stm::ReadOnly([&](SnapshotTx& tx) {
+                auto tbl = tx.Read(table());
+                for (size_t k = 0; k < keys; ++k) EXPECT_EQ(tx.Read(Ref<Account>(tbl->at(k)))->balance, state[k]);
+              }).ok());
+}
+
+// A checksum of every header word of the table and its accounts.
+uint64_t HeaderChecksum(Table* t) {
+  uint64_t h = 1469598103934665603ull;
+  auto mix = [&](uint64_t v) { h = (h ^ v) * 1099511628211ull; };
+  mix(t->flags());
+  mix(t->h_revision.load());
+  for (size_t i = 0; i < t->size; ++i) {
+    Account* a = t->at(i).Load();
+    mix(a->flags());
+    mix(a->h_revision.load());
+    mix(a->h_commit_time.load());
+  }
+  return h;
+}
+
+TEST_F(StmTest, ReadOnlyTransactionsWriteNoSharedMemory) {
+  MakeAccounts(16, 7);
+  const uint64_t time_before = stm::LastCommittedTime();
+  const uint64_t headers_before = HeaderChecksum(table().unsafe_raw());
+  const size_t n = Scaled(1'000'000);
+  int64_t sum = 0;
+  for (size_t i = 0; i < n; ++i) {
+    if (i % 2 == 0) {
+      sum += *stm::Atomically([&](Tx& tx) {
+        auto tbl = tx.Read(table());
+        return tx.Read(Ref<Account>(tbl->at(i % 16)))->balance;
+      });
+    } else {
+      sum += *stm::ReadOnly([&](SnapshotTx& tx) {
+        auto tbl = tx.Read(table());
+        return tx.Read(Ref<Account>(tbl->at(i % 16)))->balance;
+      });
+    }
+  }
+  EXPECT_EQ(sum, static_cast<int64_t>(n) * 7);
+  EXPECT_EQ(stm::LastCommittedTime(), time_before) << "no clock bump";
+  EXPECT_EQ(HeaderChecksum(table().unsafe_raw()), headers_before) << "no header store";
+}
+
+TEST_F(StmTest, AtMostOneInevitableTransactionRunsAndItsEffectHappensOnce) {
+  MakeAccounts(4, 0);
+  std::atomic<int> inside{0};
+  std::atomic<int> max_inside{0};
+  std::atomic<int> effects{0};
+  const size_t per_thread = Scaled(2000);
+  std::vector<std::thread> threads;
+  for (int t = 0; t < 4; ++t) {
+    threads.emplace_back([&, t] {
+      ThreadRegistration r("inevitable");
+      for (size_t i = 0; i < per_thread; ++i) {
+        const bool irrevocable = (i % 4) == static_cast<size_t>(t % 4);
+        ASSERT_TRUE(stm::Atomically([&](Tx& tx) {
+                      auto tbl = tx.Read(table());
+                      auto w = tx.Write(Ref<Account>(tbl->at(i % 4)));
+                      w->balance += 1;
+                      if (irrevocable) {
+                        tx.BecomeInevitable();
+                        const int now = inside.fetch_add(1) + 1;
+                        int seen = max_inside.load();
+                        while (now > seen && !max_inside.compare_exchange_weak(seen, now)) {
+                        }
+                        effects.fetch_add(1);  // the irrevocable effect
+                        std::this_thread::yield();
+                        inside.fetch_sub(1);
+                      }
+                    }).ok());
+      }
+    });
+  }
+  JoinAll(threads);
+  EXPECT_EQ(max_inside.load(), 1);
+  EXPECT_EQ(effects.load(), static_cast<int>(per_thread));  // one in four transactions of each thread
+  int64_t total = 0;
+  ASSERT_TRUE(stm::ReadOnly([&](SnapshotTx& tx) {
+                auto tbl = tx.Read(table());
+                for (size_t k = 0; k < 4; ++k) total += tx.Read(Ref<Account>(tbl->at(k)))->balance;
+              }).ok());
+  EXPECT_EQ(total, static_cast<int64_t>(4 * per_thread));
+  EXPECT_GE(stm::GetStmStatistics().inevitable, per_thread);
+}
+
+TEST_F(StmTest, OthersRunButDoNotCommitWhileATransactionIsInevitable) {
+  MakeAccounts(2, 0);
+  std::atomic<int> phase{0};
+  std::atomic<bool> other_committed{false};
+  std::atomic<bool> other_ran{false};
+  std::thread inevitable([&] {
+    ThreadRegistration r("inevitable");
+    ASSERT_TRUE(stm::Atomically([&](Tx& tx) {
+                  auto tbl = tx.Read(table());
+                  tx.Write(Ref<Account>(tbl->at(0)))->balance = 1;
+                  tx.BecomeInevitable();
+                  phase.store(1);
+                  while (!other_ran.load()) std::this_thread::yield();
+                  std::this_thread::sleep_for(50ms);
+                  EXPECT_FALSE(other_committed.load()) << "another transaction committed during an inevitable one";
+                }).ok());
+  });
+  while (phase.load() != 1) std::this_thread::yield();
+  ASSERT_TRUE(stm::Atomically([&](Tx& tx) {
+                auto tbl = tx.Read(table());
+                tx.Write(Ref<Account>(tbl->at(1)))->balance = 2;  // no conflict with the inevitable one
+                other_ran.store(true);
+              }).ok());
+  other_committed.store(true);
+  Join(inevitable);
+  EXPECT_GE(stm::GetStmStatistics().inevitable_wait_nanos, 1'000'000u);
+}
+
+TEST_F(StmTest, AConflictingCommitMakesBecomeInevitableAbortOnceAndNeverAfterwards) {
+  MakeAccounts(1, 0);
+  std::atomic<int> attempts{0};
+  std::atomic<int> effects{0};
+  std::atomic<int> phase{0};
+  std::thread writer([&] {
+    ThreadRegistration r("writer");
+    while (phase.load() != 1) std::this_thread::yield();
+    ASSERT_TRUE(stm::Atomically([&](Tx& tx) {
+                  auto tbl = tx.Read(table());
+                  tx.Write(Ref<Account>(tbl->at(0)))->balance += 100;
+                }).ok());
+    phase.store(2);
+  });
+  ASSERT_TRUE(stm::Atomically([&](Tx& tx) {
+                const int attempt = attempts.fetch_add(1);
+                auto tbl = tx.Read(table());
+                const int64_t seen = tx.Read(Ref<Account>(tbl->at(0)))->balance;
+                if (attempt == 0) {
+                  phase.store(1);  // let the conflicting commit happen after our read
+                  while (phase.load() != 2) std::this_thread::yield();
+                }
+                tx.BecomeInevitable();
+                effects.fetch_add(1);
+                EXPECT_EQ(seen, 100) << "only the attempt after the conflicting commit gets here";
+                tx.Write(Ref<Account>(tbl->at(0)))->balance = seen + 1;
+              }).ok());
+  Join(writer);
+  EXPECT_EQ(attempts.load(), 2);
+  EXPECT_EQ(effects.load(), 1);
+}
+
+TEST_F(StmTest, ASnapshotScanOf100kObjectsSeesOneStateWhileWritersCommit) {
+  const size_t n = 100'000;
+  MakeAccounts(n, 10);
+  const int64_t expected = static_cast<int64_t>(n) * 10;
+  std::atomic<bool> scanning{true};
+  std::atomic<uint64_t> writes{0};
+  std::vector<std::thread> writers;
+  const uint64_t seed = TestSeed();
+  for (int t = 0; t < 2; ++t) {
+    writers.emplace_back([&, t] {
+      ThreadRegistration r("writer");
+      std::mt19937_64 rng(seed + static_cast<uint64_t>(t));
+      while (scanning.load(std::memory_order_relaxed)) {
+        const size_t a = rng() % n;
+        const size_t b = rng() % n;
+        ASSERT_TRUE(stm::Atomically([&](Tx& tx) {
+                      auto tbl = tx.Read(table());
+                      tx.Write(Ref<Account>(tbl->at(a)))->balance -= 1;
+                      tx.Write(Ref<Account>(tbl->at(b)))->balance += 1;
+                    }).ok());
+        writes.fetch_add(1, std::memory_order_relaxed);
+      }
+    });
+  }
+  while (writes.load() < 100) std::this_thread::yield();
+  int scans = 0;
+  const auto end = std::chrono::steady_clock::now() + std::chrono::milliseconds(static_cast<int>(2000 * Scale()) + 200);
+  const uint64_t writes_before = writes.load();
+  while (std::chrono::steady_clock::now() < end || scans < 3) {
+    absl::StatusOr<int64_t> total = stm::ReadOnly([&](SnapshotTx& tx) {
+      auto tbl = tx.Read(table());
+      int64_t sum = 0;
+      for (size_t i = 0; i < tbl->size; ++i) {
+        sum += tx.Read(Ref<Account>(tbl->at(i)))->balance;
+        if (i % 4096 == 0) tx.Poll();
+      }
+      return sum;
+    });
+    ASSERT_TRUE(total.ok());
+    ASSERT_EQ(*total, expected) << "a snapshot scan saw a mix of states";
+    ++scans;
+  }
+  scanning.store(false);
+  JoinAll(writers);
+  EXPECT_GT(writes.load(), writes_before + 100) << "writers kept committing during the scans";
+  std::printf("%d scans of %zu objects, %llu writer commits\n", scans, n, static_cast<unsigned long long>(writes.load()));
+}
+
+TEST_F(StmTest, OverwritesKeepMemoryBoundedBecauseOldRevisionsAreFreed) {
+  const size_t n = 1000;
+  MakeAccounts(n, 0);
+  const size_t overwrites = Scaled(10'000'000);
+  const size_t per_tx = 10;
+  size_t done = 0;
+  size_t peak_before = 0;
+  size_t peak_after = 0;
+  while (done < overwrites) {
+    ASSERT_TRUE(stm::Atomically([&](Tx& tx) {
+                  auto tbl = tx.Read(table());
+                  for (size_t k = 0; k < per_tx; ++k) tx.Write(Ref<Account>(tbl->at((done + k) % n)))->balance += 1;
+                }).ok());
+    done += per_tx;
+    if (done % 200'000 == 0) {
+      peak_before = std::max(peak_before, GetHeapUsage().old_bytes);
+      CollectMajor();
+      peak_after = std::max(peak_after, GetHeapUsage().old_bytes);
+    }
+  }
+  CollectMajor();
+  const GcStatistics g = GetGcStatistics();
+  const size_t live = n * sizeof(Account) + n * sizeof(void*) + sizeof(Table);
+  std::printf("old space over %zu overwrites: peak %zu bytes before a collection, %zu after; live %zu; "
+              "revisions freed %llu\n",
+              overwrites, peak_before, peak_after, live, static_cast<unsigned long long>(g.revisions_freed));
+  // Between two collections 20,000 transactions write 200,000 revisions; afterwards only the newest
+  // revision of each account survives (chunk granularity: a few chunks).
+  EXPECT_LT(peak_after, 4 * live + 4 * kChunkSize) << "old revisions must be freed";
+  EXPECT_LT(peak_before, size_t{64} << 20);
+  EXPECT_GT(g.revisions_freed, overwrites / 2);
+  int64_t total = 0;
+  ASSERT_TRUE(stm::ReadOnly([&](SnapshotTx& tx) {
+                auto tbl = tx.Read(table());
+                for (size_t k = 0; k < n; ++k) total += tx.Read(Ref<Account>(tbl->at(k)))->balance;
+              }).ok());
+  EXPECT_EQ(total, static_cast<int64_t>(done));
+}
+
+// Hot objects: slot 0 is a shared counter (read-modify-write); slots 1..4 belong to one thread each and
+// are written blind (without reading them first).
+TEST_F(StmTest, NoUpdateIsLostAcrossCollections) {
+  MakeAccounts(5, 0);
+  std::atomic<bool> stop{false};
+  std::atomic<uint64_t> increments{0};
+  const size_t per_thread = Scaled(40'000);
+  std::vector<int64_t> blind_final(4, 0);
+  std::vector<std::thread> threads;
+  for (int t = 0; t < 4; ++t) {
+    threads.emplace_back([&, t] {
+      ThreadRegistration r("hot");
+      for (size_t i = 1; i <= per_thread; ++i) {
+        ASSERT_TRUE(stm::Atomically([&](Tx& tx) {
+                      auto tbl = tx.Read(table());
+                      tx.Write(Ref<Account>(tbl->at(1 + t)))->balance = static_cast<int64_t>(i);  // blind write
+                      if (i % 2 == 0) tx.Write(tx.Read(Ref<Account>(tbl->at(0))))->balance += 1;  // RMW
+                    }).ok());
+        if (i % 2 == 0) increments.fetch_add(1);
+      }
+      blind_final[t] = static_cast<int64_t>(per_thread);
+    });
+  }
+  std::thread collector([&] {
+    ThreadRegistration r("collector");
+    while (!stop.load()) {
+      CollectMajor();
+      std::this_thread::sleep_for(2ms);
+    }
+  });
+  JoinAll(threads);
+  stop.store(true);
+  Join(collector);
+  ASSERT_TRUE(stm::ReadOnly([&](SnapshotTx& tx) {
+                auto tbl = tx.Read(table());
+                EXPECT_EQ(tx.Read(Ref<Account>(tbl->at(0)))->balance, static_cast<int64_t>(increments.load()));
+                for (int t = 0; t < 4; ++t) EXPECT_EQ(tx.Read(Ref<Account>(tbl->at(1 + t)))->balance, blind_final[t]);
+              }).ok());
+  EXPECT_GT(GetGcStatistics().collections[static_cast<int>(CollectionKind::kMajor)], 10u);
+}
+
+TEST_F(StmTest, ChainCompressionAndAutoLocalizationAreExercisedConcurrently) {
+  MakeAccounts(4, 0);
+  // Build long chains: many commits to the same objects, no collection in between.
+  for (int i = 0; i < 2000; ++i) {
+    ASSERT_TRUE(stm::Atomically([&](Tx& tx) {
+                  auto tbl = tx.Read(table());
+                  tx.Write(Ref<Account>(tbl->at(i % 4)))->balance += 1;
+                }).ok());
+  }
+  // An old revision of each account, to start chain walks from: the table still references them.
+  const stm::StmStatistics before = stm::GetStmStatistics();
+  std::vector<std::thread> threads;
+  std::atomic<bool> failed{false};
+  for (int t = 0; t < 4; ++t) {
+    threads.emplace_back([&] {
+      ThreadRegistration r("compress");
+      for (int i = 0; i < 2000; ++i) {
+        absl::StatusOr<int64_t> sum = stm::Atomically([&](Tx& tx) {
+          auto tbl = tx.Read(table());
+          int64_t s = 0;
+          for (int rep = 0; rep < 12; ++rep) {  // repeated reads: auto-localization past the threshold
+            for (size_t k = 0; k < 4; ++k) s += tx.Read(Ref<Account>(tbl->at(k)))->balance;
+          }
+          if (i % 8 == 0) tx.Write(Ref<Account>(tbl->at(i % 4)))->balance += 1;
+          return s;
+        });
+        if (!sum.ok()) failed.store(true);
+      }
+    });
+  }
+  JoinAll(threads);
+  EXPECT_FALSE(failed.load());
+  const stm::StmStatistics after = stm::GetStmStatistics();
+  EXPECT_GT(after.chains_compressed, before.chains_compressed);
+  EXPECT_GT(after.auto_localizations, before.auto_localizations);
+  // Chains are acyclic and end in one head with the right total.
+  int64_t total = 0;
+  ASSERT_TRUE(stm::ReadOnly([&](SnapshotTx& tx) {
+                auto tbl = tx.Read(table());
+                for (size_t k = 0; k < 4; ++k) total += tx.Read(Ref<Account>(tbl->at(k)))->balance;
+              }).ok());
+  EXPECT_EQ(total, 2000 + 4 * 2000 / 8);
+  for (size_t k = 0; k < 4; ++k) {
+    Object* o = table().unsafe_raw()->at(k).Load();
+    size_t hops = 0;
+    while (IsRevisionPointerForTest(o->h_revision.load())) {
+      o = reinterpret_cast<Object*>(o->h_revision.load());
+      ASSERT_LT(++hops, 100'000u) << "cycle in a revision chain";
+    }
+    EXPECT_LT(o->h_revision.load(), uint64_t{1} << 63) << "a lock was left behind";
+  }
+}
+
+}  // namespace
+}  // namespace revkv::runtime::testing
