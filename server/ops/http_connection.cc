@@ -9,7 +9,7 @@
 namespace revkv::server::http {
 namespace {
 // While lingering, at most this much is read and thrown away before the socket is closed regardless.
-constexpr size_t kMaxDrainBytes = 64 * 1024;
+constexpr size_t kMaxDrainBytes = size_t{64} * 1024;
 }  // namespace
 
 Connection::Connection(uint64_t id, asio::ip::tcp::socket socket, const ConnectionLimits& limits,
@@ -79,7 +79,7 @@ void Connection::ReadMore() {
 
 void Connection::OnRead(const asio::error_code& error, size_t bytes) {
   if (state_ != State::kReading) return;  // closed meanwhile
-  if (error) {  // EOF from the client, a reset, or cancellation by Close
+  if (error) {                            // EOF from the client, a reset, or cancellation by Close
     Close();
     return;
   }
@@ -159,7 +159,8 @@ void Connection::ArmWatchdog() {
   watchdog_pending_ = true;
   armed_for_ = deadline_;
   watchdog_.expires_at(deadline_);
-  watchdog_.async_wait([self = shared_from_this()](const asio::error_code& /*error*/) { self->OnWatchdog(); });
+  watchdog_.async_wait(
+      [self = shared_from_this()](const asio::error_code& /*error*/) { self->OnWatchdog(); });
 }
 
 void Connection::OnWatchdog() {

@@ -22,12 +22,11 @@
 #pragma once
 
 #include <array>
+#include <asio.hpp>
 #include <chrono>
 #include <cstdint>
 #include <memory>
 #include <string>
-
-#include <asio.hpp>
 
 #include "server/ops/http_parser.h"
 #include "server/ops/http_server.h"
@@ -91,16 +90,16 @@ class Connection : public std::enable_shared_from_this<Connection> {
   asio::ip::tcp::socket socket_;
   asio::steady_timer watchdog_;
   State state_ = State::kReading;
-  bool stopping_ = false;          // Shutdown() was called
+  bool stopping_ = false;  // Shutdown() was called
   bool close_after_write_ = false;
   bool request_started_ = false;   // a byte of the next request has arrived
   bool watchdog_pending_ = false;  // an async_wait is outstanding (invariant 2)
   Clock::time_point deadline_;
-  Clock::time_point armed_for_;    // expiry of the outstanding wait
-  size_t drained_ = 0;             // bytes discarded while lingering
-  std::string in_;                 // received bytes not yet parsed as a request head
-  std::string out_;                // the response being written
-  std::array<char, 4096> read_buffer_;
+  Clock::time_point armed_for_;  // expiry of the outstanding wait
+  size_t drained_ = 0;           // bytes discarded while lingering
+  std::string in_;               // received bytes not yet parsed as a request head
+  std::string out_;              // the response being written
+  std::array<char, 4096> read_buffer_{};
 };
 
 }  // namespace revkv::server::http

@@ -16,9 +16,9 @@ namespace revkv::server::http {
 std::string_view ReasonPhrase(int status);
 
 struct SerializeOptions {
-  bool head_only = false;        // HEAD: headers only, Content-Length as for GET
-  bool close = false;            // send "Connection: close"
-  bool keep_alive_10 = false;    // HTTP/1.0 client asked for keep-alive: send "Connection: keep-alive"
+  bool head_only = false;      // HEAD: headers only, Content-Length as for GET
+  bool close = false;          // send "Connection: close"
+  bool keep_alive_10 = false;  // HTTP/1.0 client asked for keep-alive: send "Connection: keep-alive"
 };
 
 // The full response text.

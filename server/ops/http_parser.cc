@@ -38,8 +38,21 @@ std::vector<std::string_view> Split(std::string_view s, char separator) {
 bool IsTokenChar(unsigned char c) {
   if (IsAlnum(c)) return true;
   switch (c) {
-    case '!': case '#': case '$': case '%': case '&': case '\'': case '*': case '+':
-    case '-': case '.': case '^': case '_': case '`': case '|': case '~':
+    case '!':
+    case '#':
+    case '$':
+    case '%':
+    case '&':
+    case '\'':
+    case '*':
+    case '+':
+    case '-':
+    case '.':
+    case '^':
+    case '_':
+    case '`':
+    case '|':
+    case '~':
       return true;
     default:
       return false;
@@ -209,8 +222,8 @@ ParsedRequest ParseRequestHead(std::string_view buffer, const ParseLimits& limit
     return Error(400, "malformed request line");
   }
   const std::string_view version = parts[2];
-  if (version.size() != 8 || version.substr(0, 5) != "HTTP/" || !IsDigit(version[5]) ||
-      version[6] != '.' || !IsDigit(version[7])) {
+  if (version.size() != 8 || version.substr(0, 5) != "HTTP/" || !IsDigit(version[5]) || version[6] != '.' ||
+      !IsDigit(version[7])) {
     return Error(400, "malformed HTTP version");
   }
   if (version[5] != '1') return Error(505, "only HTTP/1.0 and HTTP/1.1 are supported");
@@ -241,7 +254,9 @@ ParsedRequest ParseRequestHead(std::string_view buffer, const ParseLimits& limit
         valid = valid && IsDigit(c);
         length = length * 10 + (c - '0');
       }
-      if (!valid || (content_length && *content_length != length)) return Error(400, "invalid Content-Length");
+      if (!valid || (content_length && *content_length != length)) {
+        return Error(400, "invalid Content-Length");
+      }
       content_length = length;
     } else if (name == "transfer-encoding") {
       transfer_encoding = true;
@@ -261,8 +276,7 @@ ParsedRequest ParseRequestHead(std::string_view buffer, const ParseLimits& limit
   result.status = Status::kComplete;
   result.head_bytes = head_end;
   result.has_body = transfer_encoding || (content_length && *content_length > 0);
-  result.keep_alive =
-      !close && !result.has_body && (request.version_minor >= 1 || keep_alive_token);
+  result.keep_alive = !close && !result.has_body && (request.version_minor >= 1 || keep_alive_token);
   return result;
 }
 

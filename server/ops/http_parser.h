@@ -19,19 +19,19 @@
 namespace revkv::server::http {
 
 struct ParseLimits {
-  size_t max_header_bytes = 16 * 1024;  // request line + header lines + the blank line
+  size_t max_header_bytes = size_t{16} * 1024;  // request line + header lines + the blank line
   int max_headers = 64;
 };
 
 struct ParsedRequest {
   enum class Status { kIncomplete, kComplete, kError };
   Status status = Status::kIncomplete;
-  size_t head_bytes = 0;       // kComplete: bytes of the head, leading blank lines included
-  int error_status = 0;        // kError: the status to answer (400, 431 or 505)
-  std::string error_message;   // kError: why, for the response body
-  HttpRequest request;         // kComplete
-  bool keep_alive = false;     // kComplete: the client allows another request on the connection
-  bool has_body = false;       // kComplete: Content-Length > 0 or a Transfer-Encoding
+  size_t head_bytes = 0;      // kComplete: bytes of the head, leading blank lines included
+  int error_status = 0;       // kError: the status to answer (400, 431 or 505)
+  std::string error_message;  // kError: why, for the response body
+  HttpRequest request;        // kComplete
+  bool keep_alive = false;    // kComplete: the client allows another request on the connection
+  bool has_body = false;      // kComplete: Content-Length > 0 or a Transfer-Encoding
 };
 
 // Parses the request head at the start of `buffer` (bytes after it are left alone).

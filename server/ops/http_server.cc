@@ -13,16 +13,15 @@
 // are declared before io_ so that they outlive it.
 #include "server/ops/http_server.h"
 
+#include <asio.hpp>
 #include <chrono>
+#include <condition_variable>
 #include <cstdio>
 #include <cstdlib>
-#include <condition_variable>
 #include <exception>
 #include <mutex>
 #include <optional>
 #include <thread>
-
-#include <asio.hpp>
 
 #include "absl/base/thread_annotations.h"
 #include "fmt/format.h"
@@ -104,7 +103,8 @@ class HttpServer::Impl final : public http::ConnectionHost {
   std::atomic<int> port_{0};   // release on Start, acquire in port(): the bound port, 0 before
 
   std::mutex handlers_mu_;
-  std::map<std::string, std::shared_ptr<const HttpHandler>, std::less<>> handlers_ ABSL_GUARDED_BY(handlers_mu_);
+  std::map<std::string, std::shared_ptr<const HttpHandler>, std::less<>> handlers_
+      ABSL_GUARDED_BY(handlers_mu_);
 
   std::mutex conns_mu_;
   std::condition_variable conns_cv_;
@@ -115,17 +115,17 @@ class HttpServer::Impl final : public http::ConnectionHost {
 
   // Destroyed first (explicitly in Stop): see the file comment.
   std::unique_ptr<asio::io_context> io_;
-  std::unique_ptr<asio::ip::tcp::acceptor> acceptor_;     // its executor is a strand
-  std::unique_ptr<asio::steady_timer> accept_retry_;      // on the acceptor's strand
+  std::unique_ptr<asio::ip::tcp::acceptor> acceptor_;  // its executor is a strand
+  std::unique_ptr<asio::steady_timer> accept_retry_;   // on the acceptor's strand
   std::vector<std::thread> threads_;
 };
 
 absl::Status HttpServer::Impl::Start() {
   if (phase_ != Phase::kNew) return absl::FailedPreconditionError("ops endpoint: Start called twice");
   if (options_.threads < 1 || options_.threads > kMaxThreads || options_.max_header_bytes < 256 ||
-      options_.max_headers < 1 || options_.max_connections < 1 || options_.idle_timeout <= absl::ZeroDuration() ||
-      options_.request_timeout <= absl::ZeroDuration() || options_.write_timeout <= absl::ZeroDuration() ||
-      options_.shutdown_grace < absl::ZeroDuration()) {
+      options_.max_headers < 1 || options_.max_connections < 1 ||
+      options_.idle_timeout <= absl::ZeroDuration() || options_.request_timeout <= absl::ZeroDuration() ||
+      options_.write_timeout <= absl::ZeroDuration() || options_.shutdown_grace < absl::ZeroDuration()) {
     return absl::InvalidArgumentError(
         fmt::format("ops endpoint: invalid options (threads 1-{}, max_header_bytes >= 256, max_headers >= 1, "
                     "max_connections >= 1, timeouts > 0)",
@@ -164,9 +164,8 @@ absl::Status HttpServer::Impl::Start() {
 absl::Status HttpServer::Impl::Listen(const std::string& host, const std::string& port) {
   asio::error_code error;
   asio::ip::tcp::resolver resolver(*io_);
-  const auto endpoints = resolver.resolve(host, port,
-                                          asio::ip::resolver_base::passive | asio::ip::resolver_base::numeric_service,
-                                          error);
+  const auto endpoints = resolver.resolve(
+      host, port, asio::ip::resolver_base::passive | asio::ip::resolver_base::numeric_service, error);
   if (error) {
     return absl::InvalidArgumentError(
         fmt::format("ops endpoint: cannot resolve '{}': {}", options_.bind_address, error.message()));
@@ -231,6 +230,7 @@ void HttpServer::Impl::OnAccept(const asio::error_code& error, asio::ip::tcp::so
     connection->Start();
   } else {
     asio::error_code ignored;
+    // NOLINTNEXTLINE(bugprone-use-after-move): the socket was moved only when a connection was made.
     socket.close(ignored);  // over max_connections, or stopping
   }
   Accept();
@@ -280,9 +280,8 @@ void HttpServer::Impl::Stop() {
   }
   {
     std::unique_lock<std::mutex> lock(conns_mu_);
-    conns_cv_.wait_for(lock, ToChrono(options_.shutdown_grace), [this] {
-      return conns_.empty() && !accepting_;
-    });
+    conns_cv_.wait_for(lock, ToChrono(options_.shutdown_grace),
+                       [this] { return conns_.empty() && !accepting_; });
   }
   io_->stop();
   for (std::thread& thread : threads_) thread.join();
@@ -297,7 +296,9 @@ void HttpServer::Impl::Stop() {
 
 HttpServer::HttpServer(Options options) : impl_(std::make_unique<Impl>(std::move(options))) {}
 HttpServer::~HttpServer() = default;
-void HttpServer::Handle(std::string path, HttpHandler handler) { impl_->Handle(std::move(path), std::move(handler)); }
+void HttpServer::Handle(std::string path, HttpHandler handler) {
+  impl_->Handle(std::move(path), std::move(handler));
+}
 absl::Status HttpServer::Start() { return impl_->Start(); }
 void HttpServer::Stop() { impl_->Stop(); }
 int HttpServer::port() const { return impl_->port(); }

@@ -46,7 +46,7 @@ struct HttpRequest {
   std::string method;  // as sent, case-sensitive: "GET", "HEAD", ...
   std::string target;  // as sent: "/debug/gc?format=json"
   std::string path;    // percent-decoded path without the query: "/debug/gc"
-  std::map<std::string, std::string, std::less<>> query;  // decoded ('+' is a space); last one wins
+  std::map<std::string, std::string, std::less<>> query;     // decoded ('+' is a space); last one wins
   std::vector<std::pair<std::string, std::string>> headers;  // in order received
   int version_minor = 1;                                     // HTTP/1.<version_minor>
 
@@ -71,12 +71,12 @@ struct HttpResponse {
 using HttpHandler = std::function<HttpResponse(const HttpRequest&)>;
 
 struct HttpServerOptions {
-  std::string bind_address = "127.0.0.1:2381";  // "host:port"; "[::1]:port" for IPv6; port 0 = any free
-  int threads = 1;                              // I/O threads running handlers, 1..64
-  size_t max_header_bytes = 16 * 1024;          // request line + headers; more is answered with 431
-  int max_headers = 64;                         // header fields per request; more is answered with 431
-  int max_connections = 128;                    // open connections; more are closed on accept
-  absl::Duration idle_timeout = absl::Seconds(60);     // waiting for the next request on a connection
+  std::string bind_address = "127.0.0.1:2381";      // "host:port"; "[::1]:port" for IPv6; port 0 = any free
+  int threads = 1;                                  // I/O threads running handlers, 1..64
+  size_t max_header_bytes = size_t{16} * 1024;      // request line + headers; more is answered with 431
+  int max_headers = 64;                             // header fields per request; more is answered with 431
+  int max_connections = 128;                        // open connections; more are closed on accept
+  absl::Duration idle_timeout = absl::Seconds(60);  // waiting for the next request on a connection
   absl::Duration request_timeout = absl::Seconds(10);  // from a request's first byte to its full head
   absl::Duration write_timeout = absl::Seconds(10);    // sending one response
   absl::Duration shutdown_grace = absl::Seconds(2);    // Stop() lets responses in flight finish this long

@@ -96,8 +96,8 @@ void CheckFamilyName(std::string_view name, MetricType type) {
   if (type != MetricType::kHistogram) {
     for (std::string_view suffix : {"_bucket", "_count", "_sum"}) {
       if (EndsWith(name, suffix)) {
-        prometheus::Fatal(fmt::format("{} '{}' must not end in {} (histogram samples only)", TypeName(type),
-                                      name, suffix));
+        prometheus::Fatal(
+            fmt::format("{} '{}' must not end in {} (histogram samples only)", TypeName(type), name, suffix));
       }
     }
   }
@@ -106,12 +106,12 @@ void CheckFamilyName(std::string_view name, MetricType type) {
 void CheckLabelName(std::string_view family, std::string_view label) {
   if (!prometheus::IsValidLabelName(label)) {
     prometheus::Fatal(fmt::format(
-        "metric {}: invalid label name '{}' (must match [a-zA-Z_][a-zA-Z0-9_]* and not start with __)", family,
-        label));
+        "metric {}: invalid label name '{}' (must match [a-zA-Z_][a-zA-Z0-9_]* and not start with __)",
+        family, label));
   }
   if (label == "le" || label == "quantile") {
-    prometheus::Fatal(fmt::format("metric {}: label name '{}' is reserved (histogram and summary buckets)",
-                                  family, label));
+    prometheus::Fatal(
+        fmt::format("metric {}: label name '{}' is reserved (histogram and summary buckets)", family, label));
   }
 }
 

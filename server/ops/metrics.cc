@@ -23,8 +23,9 @@ std::vector<double> CheckedBounds(std::vector<double> bounds) {
   if (!bounds.empty() && std::isinf(bounds.back()) && bounds.back() > 0) bounds.pop_back();
   for (size_t i = 0; i < bounds.size(); ++i) {
     if (!std::isfinite(bounds[i]) || (i > 0 && !(bounds[i] > bounds[i - 1]))) {
-      prometheus::Fatal(fmt::format("histogram bucket bounds must be finite and strictly increasing, got [{}]",
-                                    fmt::join(bounds, ", ")));
+      prometheus::Fatal(
+          fmt::format("histogram bucket bounds must be finite and strictly increasing, got [{}]",
+                      fmt::join(bounds, ", ")));
     }
   }
   return bounds;
@@ -67,9 +68,8 @@ CumulativeHistogram CumulativeHistogram::FromNanos(
 }
 
 const std::vector<double>& LatencyBuckets() {
-  static const std::vector<double> kBuckets = {0.0001, 0.00025, 0.0005, 0.001, 0.0025, 0.005,
-                                               0.01,   0.025,   0.05,   0.1,   0.25,   0.5,
-                                               1,      2.5,     5,      10};
+  static const std::vector<double> kBuckets = {0.0001, 0.00025, 0.0005, 0.001, 0.0025, 0.005, 0.01, 0.025,
+                                               0.05,   0.1,     0.25,   0.5,   1,      2.5,   5,    10};
   return kBuckets;
 }
 

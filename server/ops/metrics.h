@@ -227,7 +227,8 @@ using Labels = std::vector<Label>;
 // Accumulates samples at scrape time and renders them as text format 0.0.4. Samples of one name may be
 // written in several calls (e.g. one per label value): they are grouped under one HELP/TYPE header
 // (the first call's help wins) and families come out sorted by name. Breaking the header's naming
-// conventions or writing one name with two types aborts. Owner thread only (a collector gets a writer for the duration of its call).
+// conventions or writing one name with two types aborts. Owner thread only (a collector gets a writer for the
+// duration of its call).
 class MetricWriter {
  public:
   MetricWriter();
@@ -300,8 +301,9 @@ class MetricsRegistry {
 
  private:
   template <class Metric>
-  Family<Metric>& AddFamily(std::string_view name, std::string_view help, std::vector<std::string> label_names,
-                            MetricType type, std::function<std::unique_ptr<Metric>()> make);
+  Family<Metric>& AddFamily(std::string_view name, std::string_view help,
+                            std::vector<std::string> label_names, MetricType type,
+                            std::function<std::unique_ptr<Metric>()> make);
 
   mutable std::mutex mu_;  // guards registration and serializes Render
   std::map<std::string, std::unique_ptr<internal::FamilyBase>, std::less<>> families_ ABSL_GUARDED_BY(mu_);

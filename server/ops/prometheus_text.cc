@@ -3,9 +3,9 @@
 
 #include <charconv>
 #include <cmath>
+#include <cstdint>
 #include <cstdio>
 #include <cstdlib>
-#include <cstdint>
 
 namespace revkv::server::prometheus {
 namespace {
@@ -106,12 +106,10 @@ void AppendValue(std::string* out, double value) {
   }
   char buf[64];
   constexpr double kExactIntegerLimit = 9007199254740992.0;  // 2^53
-  std::to_chars_result result;
-  if (value == std::trunc(value) && std::fabs(value) < kExactIntegerLimit) {
-    result = std::to_chars(buf, buf + sizeof(buf), static_cast<int64_t>(value));
-  } else {
-    result = std::to_chars(buf, buf + sizeof(buf), value);  // shortest round-trip form
-  }
+  // Integers in plain decimal; anything else in the shortest form that reads back exactly.
+  const std::to_chars_result result = value == std::trunc(value) && std::fabs(value) < kExactIntegerLimit
+                                          ? std::to_chars(buf, buf + sizeof(buf), static_cast<int64_t>(value))
+                                          : std::to_chars(buf, buf + sizeof(buf), value);
   out->append(buf, result.ptr);
 }
 

@@ -61,8 +61,7 @@ TEST(MetricsRegistry, GaugeSetAndAdd) {
 
 TEST(MetricsRegistry, HistogramBucketsAreCumulativeWithInfSumAndCount) {
   MetricsRegistry registry;
-  Histogram& latency =
-      registry.AddHistogram("revkv_test_latency_seconds", "Latency.", {0.001, 0.01, 0.1});
+  Histogram& latency = registry.AddHistogram("revkv_test_latency_seconds", "Latency.", {0.001, 0.01, 0.1});
   latency.Observe(0.0005);
   latency.Observe(0.001);  // on a bound: counted in that bucket (le is "less or equal")
   latency.Observe(0.05);
@@ -309,7 +308,8 @@ TEST_F(MetricsDeathTest, CounterWithoutTotalSuffix) {
 
 TEST_F(MetricsDeathTest, InvalidOrReservedLabelName) {
   MetricsRegistry registry;
-  EXPECT_DEATH(registry.AddCounterFamily("revkv_a_total", "x", {"bad-label"}), "invalid label name 'bad-label'");
+  EXPECT_DEATH(registry.AddCounterFamily("revkv_a_total", "x", {"bad-label"}),
+               "invalid label name 'bad-label'");
   EXPECT_DEATH(registry.AddCounterFamily("revkv_a_total", "x", {"__reserved"}), "invalid label name");
   EXPECT_DEATH(registry.AddHistogramFamily("revkv_a_seconds", "x", {"le"}, {1}), "'le' is reserved");
   EXPECT_DEATH(registry.AddCounterFamily("revkv_a_total", "x", {"m", "m"}), "listed twice");
@@ -345,7 +345,8 @@ TEST_F(MetricsDeathTest, BadBucketBounds) {
 TEST_F(MetricsDeathTest, CollectorWritingOneNameWithTwoTypes) {
   MetricWriter out;
   out.WriteGauge("revkv_a", "x", 1);
-  EXPECT_DEATH(out.WriteHistogram("revkv_a", "x", CumulativeHistogram{}), "written as gauge and as histogram");
+  EXPECT_DEATH(out.WriteHistogram("revkv_a", "x", CumulativeHistogram{}),
+               "written as gauge and as histogram");
   EXPECT_DEATH(out.WriteGauge("revkv_b", "x", 1, {{"k", "1"}, {"k", "2"}}), "given twice");
 }
 

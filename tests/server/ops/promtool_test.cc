@@ -82,11 +82,15 @@ std::string RenderEverything() {
     out.WriteGauge("revkv_test_gc_heap_live_bytes", "Live bytes after the last major collection.", 5e7);
     out.WriteGauge("revkv_test_nan", "Not a number.", std::nan(""));
     out.WriteGauge("revkv_test_infinite", "Infinite.", std::numeric_limits<double>::infinity());
-    auto at_or_below = [](uint64_t nanos) -> uint64_t { return nanos >= 100000 ? 3 : nanos >= 20000 ? 1 : 0; };
+    auto at_or_below = [](uint64_t nanos) -> uint64_t {
+      return nanos >= 100000 ? 3 : nanos >= 20000 ? 1 : 0;
+    };
     out.WriteHistogram("revkv_test_gc_pause_seconds", "Pause by kind.",
-                       CumulativeHistogram::FromNanos(PauseBuckets(), at_or_below, 3, 250000), {{"kind", "minor"}});
+                       CumulativeHistogram::FromNanos(PauseBuckets(), at_or_below, 3, 250000),
+                       {{"kind", "minor"}});
     out.WriteHistogram("revkv_test_gc_pause_seconds", "Pause by kind.",
-                       CumulativeHistogram::FromNanos(PauseBuckets(), at_or_below, 0, 0), {{"kind", "major"}});
+                       CumulativeHistogram::FromNanos(PauseBuckets(), at_or_below, 0, 0),
+                       {{"kind", "major"}});
   });
   return registry.Render();
 }

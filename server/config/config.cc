@@ -1,0 +1,251 @@
+// Command-line parsing with CLI11, the precedence of sources, derived IDs and Describe().
+//
+// Order of work in ParseCommandLine: (1) CLI11 parses the arguments into plain strings, one per
+// setting, remembering which were given; (2) the built-in defaults are copied; (3) the TOML file named
+// by --config is applied; (4) each given flag is applied, through the same Setting::set as the file, so
+// both sources accept exactly the same values; (5) workers = 0 becomes the CPU count; (6) the checks
+// across settings run; (7) the IDs are derived.
+#include "server/config/config.h"
+
+#include <CLI/CLI.hpp>
+#include <cstdio>
+#include <cstdlib>
+#include <deque>
+#include <filesystem>
+#include <iostream>
+#include <thread>
+
+#include "fmt/format.h"
+#include "server/config/config_file.h"
+#include "server/config/settings.h"
+
+#ifndef REVKV_VERSION
+#define REVKV_VERSION "unknown"
+#endif
+
+namespace revkv::server {
+namespace {
+
+constexpr const char* kProgram = "revkv-server";
+
+constexpr uint64_t kFnvOffset = 14695981039346656037ull;
+constexpr uint64_t kFnvPrime = 1099511628211ull;
+
+uint64_t Fnv1a(uint64_t hash, std::string_view bytes) {
+  for (unsigned char c : bytes) {
+    hash ^= c;
+    hash *= kFnvPrime;
+  }
+  return hash;
+}
+
+std::string VersionText() { return fmt::format("{} {}", kProgram, REVKV_VERSION); }
+
+// What CLI11 captured: one string per setting (or a bool for flags) and whether it was given.
+struct CapturedFlags {
+  std::deque<std::string> text;  // deque: CLI11 keeps pointers to the elements
+  std::deque<bool> flag;
+  std::vector<CLI::Option*> options;  // parallel to config::Settings()
+  std::string config_file;
+};
+
+// Declares every flag on `app`, bound to `captured`.
+void DeclareFlags(CLI::App& app, CapturedFlags& captured) {
+  app.description(
+      "revkv-server: an in-memory key-value server speaking etcd's v3 gRPC API.\n"
+      "Settings come from built-in defaults, then the TOML file given by --config, then these flags\n"
+      "(later sources win).");
+  app.footer(
+      "Sizes are bytes or a number with a unit: B, KiB, MiB, GiB, TiB (or KB, MB, GB, TB for powers of\n"
+      "1000), e.g. 64MiB, 1.5GiB, 1572864. Durations take a unit: ns, us, ms, s, m, h, e.g. 10ms, 5s, "
+      "1m30s.\n"
+      "In the TOML file, keys are the flag names with '_' for '-' (fsync_interval = \"10ms\").\n"
+      "See docs/configuration.md.");
+  app.get_formatter()->column_width(34);
+  app.option_defaults()->multi_option_policy(CLI::MultiOptionPolicy::TakeLast);  // the last one given wins
+  app.set_help_flag("-h,--help", "Print this help and exit");
+  app.set_version_flag("--version", VersionText(), "Print the version and exit");
+  app.add_option("--config", captured.config_file,
+                 "TOML file of settings; flags given here override it [default: none]")
+      ->type_name("FILE");
+
+  const ServerConfig defaults;
+  for (const config::Setting& setting : config::Settings()) {
+    std::string shown = setting.default_text.empty() ? setting.get(defaults) : setting.default_text;
+    if (shown.empty()) shown = "none";
+    const std::string description = fmt::format("{} [default: {}]", setting.help, shown);
+    CLI::Option* option;
+    if (setting.kind == config::ValueKind::kBool) {
+      captured.flag.push_back(false);
+      option = app.add_flag("--" + setting.flag, captured.flag.back(), description);
+    } else {
+      captured.text.emplace_back();
+      option = app.add_option("--" + setting.flag, captured.text.back(), description)
+                   ->type_name(setting.type_name);
+    }
+    option->group(setting.group);
+    captured.options.push_back(option);
+  }
+}
+
+}  // namespace
+
+std::string_view FsyncModeName(FsyncMode mode) {
+  switch (mode) {
+    case FsyncMode::kAlways:
+      return "always";
+    case FsyncMode::kInterval:
+      return "interval";
+    case FsyncMode::kNone:
+      return "none";
+  }
+  return "?";
+}
+
+std::string_view LogLevelName(LogLevel level) {
+  switch (level) {
+    case LogLevel::kTrace:
+      return "trace";
+    case LogLevel::kDebug:
+      return "debug";
+    case LogLevel::kInfo:
+      return "info";
+    case LogLevel::kWarn:
+      return "warn";
+    case LogLevel::kError:
+      return "error";
+  }
+  return "?";
+}
+
+std::string_view LogFormatName(LogFormat format) {
+  switch (format) {
+    case LogFormat::kText:
+      return "text";
+    case LogFormat::kJson:
+      return "json";
+  }
+  return "?";
+}
+
+uint64_t DeriveMemberId(std::string_view name, std::string_view data_dir) {
+  std::error_code ec;
+  std::filesystem::path dir = std::filesystem::absolute(std::filesystem::path(data_dir), ec);
+  if (ec) dir = std::filesystem::path(data_dir);
+  dir = dir.lexically_normal();
+  std::string normalized = dir.string();
+  while (normalized.size() > 1 && normalized.back() == '/') normalized.pop_back();  // "a/b/" == "a/b"
+  uint64_t hash = Fnv1a(kFnvOffset, std::string_view("revkv-member\0", 13));
+  hash = Fnv1a(hash, name);
+  hash = Fnv1a(hash, std::string_view("\0", 1));
+  hash = Fnv1a(hash, normalized);
+  return hash == 0 ? 1 : hash;
+}
+
+uint64_t DeriveClusterId(std::vector<uint64_t> member_ids) {
+  std::sort(member_ids.begin(), member_ids.end());
+  uint64_t hash = Fnv1a(kFnvOffset, "revkv-cluster");
+  for (uint64_t id : member_ids) {
+    char bytes[8];
+    for (int i = 0; i < 8; ++i) bytes[i] = static_cast<char>(id >> (56 - 8 * i));  // big-endian
+    hash = Fnv1a(hash, std::string_view(bytes, 8));
+  }
+  return hash == 0 ? 1 : hash;
+}
+
+std::string ServerConfig::Describe() const {
+  std::string out;
+  for (const config::Setting& setting : config::Settings()) {
+    std::string value = setting.get(*this);
+    if (value.empty()) value = setting.flag == "metrics-listen" ? "(disabled)" : "(none)";
+    out += fmt::format("{:<20} {}\n", setting.flag, value);
+  }
+  out += fmt::format("{:<20} {:016x}\n", "member-id", member_id);
+  out += fmt::format("{:<20} {:016x}\n", "cluster-id", cluster_id);
+  out +=
+      fmt::format("{:<20} {}\n", "config", config_file.empty() ? "(none: defaults and flags)" : config_file);
+  return out;
+}
+
+std::string HelpText() {
+  CLI::App app{"", kProgram};
+  CapturedFlags captured;
+  DeclareFlags(app, captured);
+  return app.help();
+}
+
+absl::StatusOr<CommandLine> ParseCommandLine(const std::vector<std::string>& args) {
+  CLI::App app{"", kProgram};
+  CapturedFlags captured;
+  DeclareFlags(app, captured);
+  CommandLine result;
+  try {
+    // CLI11 consumes arguments from the back of the vector. It reads "--flag=" as a flag missing its
+    // value, so that form is passed as "--flag" "" (an empty value, e.g. --metrics-listen= to disable).
+    std::vector<std::string> reversed;
+    for (auto it = args.rbegin(); it != args.rend(); ++it) {
+      if (it->size() > 3 && it->starts_with("--") && it->find('=') == it->size() - 1) {
+        reversed.emplace_back();
+        reversed.push_back(it->substr(0, it->size() - 1));
+      } else {
+        reversed.push_back(*it);
+      }
+    }
+    app.parse(reversed);
+  } catch (const CLI::CallForHelp&) {
+    result.exit_text = app.help();
+    return result;
+  } catch (const CLI::CallForVersion& e) {
+    result.exit_text = std::string(e.what()) + "\n";
+    return result;
+  } catch (const CLI::ExtrasError&) {
+    std::string extras;
+    for (const std::string& extra : app.remaining()) extras += (extras.empty() ? "" : " ") + extra;
+    return absl::InvalidArgumentError(
+        fmt::format("unknown flag or argument: {} (run '{} --help' for the flags)", extras, kProgram));
+  } catch (const CLI::ParseError& e) {
+    return absl::InvalidArgumentError(fmt::format("{} (run '{} --help' for the flags)", e.what(), kProgram));
+  }
+
+  ServerConfig& config = result.config;
+  if (!captured.config_file.empty()) {
+    if (absl::Status status = config::ApplyConfigFile(captured.config_file, config); !status.ok()) {
+      return status;
+    }
+    config.config_file = captured.config_file;
+  }
+  size_t text_index = 0, flag_index = 0;
+  const std::vector<config::Setting>& settings = config::Settings();
+  for (size_t i = 0; i < settings.size(); ++i) {
+    const config::Setting& setting = settings[i];
+    const bool is_flag = setting.kind == config::ValueKind::kBool;
+    const std::string value =
+        is_flag ? (captured.flag[flag_index++] ? "true" : "false") : captured.text[text_index++];
+    if (captured.options[i]->count() == 0) continue;  // not given: the file's value or the default stays
+    if (absl::Status status = setting.set(value, config); !status.ok()) {
+      return absl::InvalidArgumentError(fmt::format("--{}: {}", setting.flag, std::string(status.message())));
+    }
+  }
+  if (config.workers == 0) {
+    config.workers = static_cast<int>(std::max(1u, std::thread::hardware_concurrency()));
+  }
+  if (absl::Status status = config::ValidateConfig(config); !status.ok()) return status;
+  config.member_id = DeriveMemberId(config.name, config.data_dir);
+  config.cluster_id = DeriveClusterId({config.member_id});
+  return result;
+}
+
+absl::StatusOr<ServerConfig> ParseConfig(int argc, char** argv) {
+  std::vector<std::string> args;
+  for (int i = 1; i < argc; ++i) args.emplace_back(argv[i]);
+  absl::StatusOr<CommandLine> parsed = ParseCommandLine(args);
+  if (!parsed.ok()) return parsed.status();
+  if (parsed->exit_text) {
+    std::fputs(parsed->exit_text->c_str(), stdout);
+    std::fflush(stdout);
+    std::exit(0);  // NOLINT(concurrency-mt-unsafe): main's thread, before any other thread exists
+  }
+  return std::move(parsed->config);
+}
+
+}  // namespace revkv::server

@@ -1,0 +1,126 @@
+// revkv server — configuration (public header).
+//
+// Every setting has a built-in default, may be set in a TOML file named by --config, and may be set by a
+// command-line flag; later sources win: defaults < file < flags. The TOML keys are the flag names with
+// '-' replaced by '_', at the top level of the file (flat: no tables). docs/configuration.md lists every
+// setting; deploy/revkv.toml is the file packaging installs.
+//
+// Values: sizes are bytes or a number with a unit (B, KiB, MiB, GiB, TiB, and decimal KB, MB, GB, TB):
+// "64MiB", "1.5GiB", 1572864. Durations are a number with a unit (ns, us, ms, s, m, h), possibly
+// compound: "10ms", "5s", "1m30s"; "0" is zero.
+//
+// Typical use in main:
+//   absl::StatusOr<ServerConfig> config = ParseConfig(argc, argv);   // --help/--version exit(0) here
+//   if (!config.ok()) { std::cerr << "revkv-server: " << config.status().message() << "\n"; return 2; }
+//   spdlog::info("starting with\n{}", config->Describe());
+#pragma once
+
+#include <cstdint>
+#include <optional>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "absl/status/statusor.h"
+#include "absl/time/time.h"
+
+namespace revkv::server {
+
+// When the write-ahead log is made durable.
+enum class FsyncMode {
+  kAlways,    // before a write is acknowledged (a flusher groups concurrent commits into one fsync)
+  kInterval,  // every fsync_interval: a crash loses at most that much acknowledged data
+  kNone,      // never by revkv; the OS writes back when it likes: a crash may lose acknowledged writes
+};
+
+enum class LogLevel { kTrace, kDebug, kInfo, kWarn, kError };
+enum class LogFormat { kText, kJson };
+
+std::string_view FsyncModeName(FsyncMode mode);    // "always", "interval", "none"
+std::string_view LogLevelName(LogLevel level);     // "trace", ..., "error"
+std::string_view LogFormatName(LogFormat format);  // "text", "json"
+
+struct TlsConfig {
+  std::string cert_file;          // server certificate chain (PEM); TLS is on when set
+  std::string key_file;           // its private key (PEM); set exactly when cert_file is
+  std::string trusted_ca_file;    // CA bundle (PEM) that client certificates must chain to
+  bool client_cert_auth = false;  // require and verify a client certificate (needs trusted_ca_file)
+
+  bool enabled() const { return !cert_file.empty(); }
+};
+
+// The server's settings after parsing: complete and validated. Plain value type.
+struct ServerConfig {
+  // Identity
+  std::string name = "default";  // member name, reported by MemberList
+  uint64_t member_id = 0;        // derived: DeriveMemberId(name, data_dir)
+  uint64_t cluster_id = 0;       // derived: DeriveClusterId({member_id})
+
+  // Network
+  std::string listen = "127.0.0.1:2379";          // gRPC, host:port
+  std::string metrics_listen = "127.0.0.1:2381";  // ops HTTP (/metrics, /healthz, /debug/gc); "" = off
+  int workers = 0;                                // gRPC worker threads; after parsing >= 1
+
+  // Storage
+  std::string data_dir = "./revkv-data";
+  FsyncMode fsync = FsyncMode::kAlways;
+  absl::Duration fsync_interval = absl::Milliseconds(10);  // used with FsyncMode::kInterval
+  uint64_t wal_segment_size = uint64_t{64} << 20;          // bytes
+  uint64_t checkpoint_interval = 100000;  // revisions between automatic checkpoints; 0 = only on request
+  int checkpoint_keep = 2;                // checkpoints kept on disk, >= 1
+
+  // History (like etcd's auto-compaction): reads at any of the last `history_revisions` revisions and at
+  // any revision committed within the last `history_duration` succeed; a revision is compacted away once
+  // it is outside both windows. 0 turns a window off; both 0 = history ends only at an explicit Compact.
+  uint64_t history_revisions = 10000;
+  absl::Duration history_duration = absl::ZeroDuration();
+
+  // Memory
+  uint64_t max_heap = uint64_t{2} << 30;      // bytes; allocation beyond it fails cleanly
+  uint64_t nursery_size = uint64_t{4} << 20;  // bytes per worker thread
+
+  // Limits
+  uint64_t max_request_bytes = 1572864;  // largest gRPC request (etcd's default, 1.5 MiB)
+  int max_txn_ops = 128;                 // operations in one Txn (etcd's default)
+
+  TlsConfig tls;
+
+  // Logging
+  LogLevel log_level = LogLevel::kInfo;
+  LogFormat log_format = LogFormat::kText;
+
+  std::string config_file;  // the TOML file the settings were read from; "" when none
+
+  // One line per setting, "name: value", for the startup log. Secrets are never part of the config
+  // (TLS settings are file paths), so everything is shown.
+  std::string Describe() const;
+};
+
+// What the command line asks for: run with a configuration, or print text and exit 0.
+struct CommandLine {
+  ServerConfig config;
+  std::optional<std::string> exit_text;  // set for --help and --version: print it to stdout, exit 0
+};
+
+// Parses `args` (without the program name): the file named by --config, then the flags. Returns
+// InvalidArgument naming the flag or TOML key and the accepted values on any bad input (unknown
+// flag or key, bad value, inconsistent settings). Reads the config file; does not exit or print.
+absl::StatusOr<CommandLine> ParseCommandLine(const std::vector<std::string>& args);
+
+// For main: as ParseCommandLine over argv[1..argc); on --help or --version prints the text to stdout
+// and calls std::exit(0). Errors are returned for main to print and exit non-zero (2 by convention).
+absl::StatusOr<ServerConfig> ParseConfig(int argc, char** argv);
+
+// The --help text (also what --help prints).
+std::string HelpText();
+
+// The member ID: the 64-bit FNV-1a hash of "revkv-member", NUL, the name, NUL and the absolute,
+// lexically normalized data directory (relative to the current directory). Stable across restarts for
+// the same name and directory; two members differ if either differs. Never 0. Does no I/O.
+uint64_t DeriveMemberId(std::string_view name, std::string_view data_dir);
+
+// The cluster ID: FNV-1a over the member IDs in ascending order (as etcd derives it from its members).
+// A single-node server has a cluster of one. Never 0.
+uint64_t DeriveClusterId(std::vector<uint64_t> member_ids);
+
+}  // namespace revkv::server

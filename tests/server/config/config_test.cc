@@ -1,0 +1,456 @@
+// Tests of the server configuration: defaults, flags, the TOML file, their precedence, every kind of
+// error, --help/--version, Describe(), the derived IDs, and that the packaged deploy/revkv.toml and
+// docs/configuration.md agree with the code.
+#include "server/config/config.h"
+
+#include <unistd.h>
+
+#include <cstdio>
+#include <fstream>
+#include <sstream>
+#include <string>
+#include <vector>
+
+#include "gtest/gtest.h"
+#include "server/config/settings.h"
+
+namespace revkv::server {
+namespace {
+
+// Every flag the server must have (the brief's list); a setting missing from the table fails here.
+const std::vector<std::string> kExpectedFlags = {"name",
+                                                 "listen",
+                                                 "metrics-listen",
+                                                 "workers",
+                                                 "data-dir",
+                                                 "fsync",
+                                                 "fsync-interval",
+                                                 "wal-segment-size",
+                                                 "checkpoint-interval",
+                                                 "checkpoint-keep",
+                                                 "history-revisions",
+                                                 "history-duration",
+                                                 "max-heap",
+                                                 "nursery-size",
+                                                 "max-request-bytes",
+                                                 "max-txn-ops",
+                                                 "cert-file",
+                                                 "key-file",
+                                                 "trusted-ca-file",
+                                                 "client-cert-auth",
+                                                 "log-level",
+                                                 "log-format"};
+
+std::string TempPath(const std::string& name) {
+  return testing::TempDir() + "/revkv_config_" + std::to_string(getpid()) + "_" + name;
+}
+
+// Files written by a test, removed when the test program ends.
+std::vector<std::string>& CreatedFiles() {
+  static std::vector<std::string> files;
+  return files;
+}
+
+class RemoveCreatedFiles : public testing::Environment {
+ public:
+  void TearDown() override {
+    for (const std::string& path : CreatedFiles()) std::remove(path.c_str());
+  }
+};
+testing::Environment* const kRemoveCreatedFiles = testing::AddGlobalTestEnvironment(new RemoveCreatedFiles);
+
+std::string WriteFile(const std::string& name, const std::string& contents) {
+  const std::string path = TempPath(name);
+  std::ofstream(path, std::ios::binary) << contents;
+  CreatedFiles().push_back(path);
+  return path;
+}
+
+std::string ReadFile(const std::string& path) {
+  std::ifstream in(path);
+  std::stringstream text;
+  text << in.rdbuf();
+  return text.str();
+}
+
+ServerConfig Parse(const std::vector<std::string>& args) {
+  absl::StatusOr<CommandLine> parsed = ParseCommandLine(args);
+  EXPECT_TRUE(parsed.ok()) << parsed.status();
+  if (!parsed.ok()) return ServerConfig{};
+  EXPECT_FALSE(parsed->exit_text.has_value());
+  return parsed->config;
+}
+
+// The error message for `args`, which must be rejected with InvalidArgument.
+std::string Error(const std::vector<std::string>& args) {
+  absl::StatusOr<CommandLine> parsed = ParseCommandLine(args);
+  EXPECT_FALSE(parsed.ok()) << "accepted: " << testing::PrintToString(args);
+  if (parsed.ok()) return "";
+  EXPECT_EQ(parsed.status().code(), absl::StatusCode::kInvalidArgument);
+  return std::string(parsed.status().message());
+}
+
+#define EXPECT_CONTAINS(haystack, needle)                                                              \
+  EXPECT_NE(std::string(haystack).find(needle), std::string::npos) << "'" << (needle) << "' not in:\n" \
+                                                                   << (haystack)
+
+TEST(Config, DefaultsNeedNoFlags) {
+  const ServerConfig config = Parse({});
+  EXPECT_EQ(config.name, "default");
+  EXPECT_EQ(config.listen, "127.0.0.1:2379");
+  EXPECT_EQ(config.metrics_listen, "127.0.0.1:2381");
+  EXPECT_GE(config.workers, 1);  // resolved from "one per CPU"
+  EXPECT_EQ(config.data_dir, "./revkv-data");
+  EXPECT_EQ(config.fsync, FsyncMode::kAlways);
+  EXPECT_EQ(config.fsync_interval, absl::Milliseconds(10));
+  EXPECT_EQ(config.wal_segment_size, 64u << 20);
+  EXPECT_EQ(config.checkpoint_interval, 100000u);
+  EXPECT_EQ(config.checkpoint_keep, 2);
+  EXPECT_EQ(config.history_revisions, 10000u);
+  EXPECT_EQ(config.history_duration, absl::ZeroDuration());
+  EXPECT_EQ(config.max_heap, uint64_t{2} << 30);
+  EXPECT_EQ(config.nursery_size, 4u << 20);
+  EXPECT_EQ(config.max_request_bytes, 1572864u);
+  EXPECT_EQ(config.max_txn_ops, 128);
+  EXPECT_FALSE(config.tls.enabled());
+  EXPECT_FALSE(config.tls.client_cert_auth);
+  EXPECT_EQ(config.log_level, LogLevel::kInfo);
+  EXPECT_EQ(config.log_format, LogFormat::kText);
+  EXPECT_EQ(config.config_file, "");
+  EXPECT_EQ(config.member_id, DeriveMemberId("default", "./revkv-data"));
+  EXPECT_EQ(config.cluster_id, DeriveClusterId({config.member_id}));
+  EXPECT_NE(config.member_id, 0u);
+}
+
+TEST(Config, FlagsSetEverySetting) {
+  const std::string cert = WriteFile("cert.pem", "cert");
+  const std::string key = WriteFile("key.pem", "key");
+  const std::string ca = WriteFile("ca.pem", "ca");
+  const ServerConfig config = Parse({"--name",
+                                     "node-a",
+                                     "--listen",
+                                     "0.0.0.0:12379",
+                                     "--metrics-listen=",
+                                     "--workers",
+                                     "3",
+                                     "--data-dir",
+                                     "/var/lib/x",
+                                     "--fsync",
+                                     "interval",
+                                     "--fsync-interval",
+                                     "250ms",
+                                     "--wal-segment-size",
+                                     "16MiB",
+                                     "--checkpoint-interval",
+                                     "0",
+                                     "--checkpoint-keep",
+                                     "5",
+                                     "--history-revisions",
+                                     "0",
+                                     "--history-duration",
+                                     "1h",
+                                     "--max-heap",
+                                     "8GiB",
+                                     "--nursery-size",
+                                     "512KiB",
+                                     "--max-request-bytes",
+                                     "2097152",
+                                     "--max-txn-ops",
+                                     "1024",
+                                     "--cert-file",
+                                     cert,
+                                     "--key-file",
+                                     key,
+                                     "--trusted-ca-file",
+                                     ca,
+                                     "--client-cert-auth",
+                                     "--log-level",
+                                     "debug",
+                                     "--log-format",
+                                     "json"});
+  EXPECT_EQ(config.name, "node-a");
+  EXPECT_EQ(config.listen, "0.0.0.0:12379");
+  EXPECT_EQ(config.metrics_listen, "");  // disabled
+  EXPECT_EQ(config.workers, 3);
+  EXPECT_EQ(config.data_dir, "/var/lib/x");
+  EXPECT_EQ(config.fsync, FsyncMode::kInterval);
+  EXPECT_EQ(config.fsync_interval, absl::Milliseconds(250));
+  EXPECT_EQ(config.wal_segment_size, 16u << 20);
+  EXPECT_EQ(config.checkpoint_interval, 0u);
+  EXPECT_EQ(config.checkpoint_keep, 5);
+  EXPECT_EQ(config.history_revisions, 0u);
+  EXPECT_EQ(config.history_duration, absl::Hours(1));
+  EXPECT_EQ(config.max_heap, uint64_t{8} << 30);
+  EXPECT_EQ(config.nursery_size, 512u << 10);
+  EXPECT_EQ(config.max_request_bytes, 2097152u);
+  EXPECT_EQ(config.max_txn_ops, 1024);
+  EXPECT_EQ(config.tls.cert_file, cert);
+  EXPECT_EQ(config.tls.key_file, key);
+  EXPECT_EQ(config.tls.trusted_ca_file, ca);
+  EXPECT_TRUE(config.tls.client_cert_auth);
+  EXPECT_EQ(config.log_level, LogLevel::kDebug);
+  EXPECT_EQ(config.log_format, LogFormat::kJson);
+  EXPECT_EQ(config.member_id, DeriveMemberId("node-a", "/var/lib/x"));
+}
+
+TEST(Config, EqualsFormAndLastOccurrenceWins) {
+  const ServerConfig config = Parse({"--max-heap=1GiB", "--listen=127.0.0.1:1", "--listen", "127.0.0.1:2"});
+  EXPECT_EQ(config.max_heap, uint64_t{1} << 30);
+  EXPECT_EQ(config.listen, "127.0.0.1:2");
+  EXPECT_FALSE(Parse({"--client-cert-auth=false"}).tls.client_cert_auth);
+}
+
+TEST(Config, TomlFileSetsSettings) {
+  const std::string path = WriteFile("all.toml", R"(
+# every kind of value
+name = "from-file"
+listen = "127.0.0.1:3000"
+metrics_listen = "127.0.0.1:3001"
+workers = 2
+data_dir = "/tmp/revkv-file"
+fsync = "none"
+fsync_interval = "1s"
+wal_segment_size = 1048576        # an integer is bytes
+checkpoint_interval = 5_000
+checkpoint_keep = 3
+history_revisions = 42
+history_duration = "30m"
+max_heap = "3GiB"
+nursery_size = "1MiB"
+max_request_bytes = 4096
+max_txn_ops = 7
+client_cert_auth = false
+log_level = "warn"
+log_format = "json"
+)");
+  const ServerConfig config = Parse({"--config", path});
+  EXPECT_EQ(config.config_file, path);
+  EXPECT_EQ(config.name, "from-file");
+  EXPECT_EQ(config.listen, "127.0.0.1:3000");
+  EXPECT_EQ(config.metrics_listen, "127.0.0.1:3001");
+  EXPECT_EQ(config.workers, 2);
+  EXPECT_EQ(config.data_dir, "/tmp/revkv-file");
+  EXPECT_EQ(config.fsync, FsyncMode::kNone);
+  EXPECT_EQ(config.fsync_interval, absl::Seconds(1));
+  EXPECT_EQ(config.wal_segment_size, 1048576u);
+  EXPECT_EQ(config.checkpoint_interval, 5000u);
+  EXPECT_EQ(config.checkpoint_keep, 3);
+  EXPECT_EQ(config.history_revisions, 42u);
+  EXPECT_EQ(config.history_duration, absl::Minutes(30));
+  EXPECT_EQ(config.max_heap, uint64_t{3} << 30);
+  EXPECT_EQ(config.nursery_size, 1u << 20);
+  EXPECT_EQ(config.max_request_bytes, 4096u);
+  EXPECT_EQ(config.max_txn_ops, 7);
+  EXPECT_EQ(config.log_level, LogLevel::kWarn);
+  EXPECT_EQ(config.log_format, LogFormat::kJson);
+}
+
+TEST(Config, PrecedenceIsDefaultsThenFileThenFlags) {
+  const std::string path = WriteFile("precedence.toml", "fsync = \"interval\"\nmax_txn_ops = 64\n");
+  // The file beats the default; the flag beats the file, wherever it stands relative to --config.
+  ServerConfig config = Parse({"--max-txn-ops", "32", "--config", path});
+  EXPECT_EQ(config.fsync, FsyncMode::kInterval);  // file
+  EXPECT_EQ(config.max_txn_ops, 32);              // flag over file
+  EXPECT_EQ(config.max_heap, uint64_t{2} << 30);  // default: in neither
+  config = Parse({"--config", path, "--fsync", "always"});
+  EXPECT_EQ(config.fsync, FsyncMode::kAlways);
+  EXPECT_EQ(config.max_txn_ops, 64);
+}
+
+TEST(Config, CommandLineErrorsNameTheFlagAndAcceptedValues) {
+  EXPECT_CONTAINS(Error({"--bogus"}), "--bogus");
+  EXPECT_CONTAINS(Error({"--bogus"}), "--help");
+  EXPECT_CONTAINS(Error({"stray-argument"}), "stray-argument");
+  EXPECT_CONTAINS(Error({"--fsync=sometimes"}),
+                  "--fsync: invalid value 'sometimes' (accepted: always, interval, none)");
+  EXPECT_CONTAINS(Error({"--log-level=verbose"}),
+                  "--log-level: invalid value 'verbose' (accepted: trace, debug, info, warn, error)");
+  EXPECT_CONTAINS(Error({"--log-format=xml"}), "accepted: text, json");
+  EXPECT_CONTAINS(Error({"--max-heap=-1GiB"}), "--max-heap: invalid size '-1GiB': must not be negative");
+  EXPECT_CONTAINS(Error({"--wal-segment-size=12 parsecs"}), "--wal-segment-size: invalid size");
+  EXPECT_CONTAINS(Error({"--wal-segment-size=1KiB"}),
+                  "--wal-segment-size: value 1KiB out of range: must be 64KiB to 4GiB");
+  EXPECT_CONTAINS(Error({"--max-heap=1MiB"}), "--max-heap: value 1MiB out of range");
+  EXPECT_CONTAINS(Error({"--listen=127.0.0.1:70000"}),
+                  "--listen: invalid address '127.0.0.1:70000': port 70000 is out of range 0-65535");
+  EXPECT_CONTAINS(Error({"--listen=127.0.0.1"}), "--listen: invalid address '127.0.0.1': no port");
+  EXPECT_CONTAINS(Error({"--listen=http://127.0.0.1:2379"}), "not a URL");
+  EXPECT_CONTAINS(Error({"--listen=::1:2379"}), "brackets");
+  EXPECT_CONTAINS(Error({"--listen=:2379"}), "no host");
+  EXPECT_CONTAINS(Error({"--metrics-listen=localhost:abc"}), "--metrics-listen: invalid address");
+  EXPECT_CONTAINS(Error({"--fsync-interval=5"}),
+                  "--fsync-interval: invalid duration '5': a unit is required");
+  EXPECT_CONTAINS(Error({"--fsync-interval=0"}), "--fsync-interval: value 0 out of range");
+  EXPECT_CONTAINS(Error({"--history-duration=-5m"}),
+                  "--history-duration: invalid duration '-5m': must not be negative");
+  EXPECT_CONTAINS(Error({"--workers=5000"}), "--workers: value 5000 out of range: must be 0 to 1024");
+  EXPECT_CONTAINS(Error({"--workers=-1"}), "--workers: invalid value '-1': must not be negative");
+  EXPECT_CONTAINS(Error({"--max-txn-ops=0"}), "--max-txn-ops: value 0 out of range");
+  EXPECT_CONTAINS(Error({"--checkpoint-keep=0"}), "--checkpoint-keep: value 0 out of range");
+  EXPECT_CONTAINS(Error({"--checkpoint-interval=often"}),
+                  "--checkpoint-interval: invalid value 'often': expected a whole number");
+  EXPECT_CONTAINS(Error({"--name="}), "--name: invalid name");
+  EXPECT_CONTAINS(Error({"--data-dir="}), "--data-dir: the data directory must not be empty");
+  EXPECT_CONTAINS(Error({"--client-cert-auth=maybe"}), "client-cert-auth");
+  EXPECT_CONTAINS(Error({"--listen"}), "--listen");  // value missing
+}
+
+TEST(Config, InconsistentSettingsAreRefused) {
+  const std::string cert = WriteFile("c.pem", "cert");
+  const std::string key = WriteFile("k.pem", "key");
+  const std::string ca = WriteFile("a.pem", "ca");
+  EXPECT_CONTAINS(Error({"--key-file", key}), "--key-file is set but --cert-file is not");
+  EXPECT_CONTAINS(Error({"--cert-file", cert}), "--cert-file is set but --key-file is not");
+  EXPECT_CONTAINS(Error({"--trusted-ca-file", ca}), "--trusted-ca-file needs TLS");
+  EXPECT_CONTAINS(Error({"--client-cert-auth"}), "--client-cert-auth needs TLS");
+  EXPECT_CONTAINS(Error({"--cert-file", cert, "--key-file", key, "--client-cert-auth"}),
+                  "--client-cert-auth needs --trusted-ca-file");
+  EXPECT_CONTAINS(Error({"--cert-file", TempPath("missing.pem"), "--key-file", key}),
+                  "--cert-file: cannot read '" + TempPath("missing.pem") + "': No such file or directory");
+  EXPECT_CONTAINS(Error({"--cert-file", cert, "--key-file", testing::TempDir()}), "is a directory");
+  EXPECT_CONTAINS(Error({"--listen=127.0.0.1:2000", "--metrics-listen=127.0.0.1:2000"}),
+                  "--metrics-listen and --listen are both 127.0.0.1:2000");
+  EXPECT_CONTAINS(Error({"--max-heap=64MiB", "--nursery-size=16MiB", "--workers=4"}),
+                  "--nursery-size (16MiB) times --workers (4) is more than half of --max-heap (64MiB)");
+  // TLS with every file present is fine.
+  const ServerConfig config =
+      Parse({"--cert-file", cert, "--key-file", key, "--trusted-ca-file", ca, "--client-cert-auth"});
+  EXPECT_TRUE(config.tls.enabled());
+}
+
+TEST(Config, ConfigFileErrorsNameTheFileKeyAndLine) {
+  EXPECT_CONTAINS(Error({"--config", TempPath("absent.toml")}),
+                  "config file " + TempPath("absent.toml") + ": cannot read: No such file or directory");
+  const std::string syntax = WriteFile("syntax.toml", "name = \"ok\"\nfsync = \n");
+  EXPECT_CONTAINS(Error({"--config", syntax}), "config file " + syntax + ":2:");
+  const std::string unknown = WriteFile("unknown.toml", "name = \"x\"\nfsynk = \"always\"\n");
+  EXPECT_CONTAINS(Error({"--config", unknown}), "config file " + unknown + ":2: unknown key 'fsynk'");
+  const std::string hyphen = WriteFile("hyphen.toml", "fsync-interval = \"10ms\"\n");
+  EXPECT_CONTAINS(Error({"--config", hyphen}), "did you mean fsync_interval?");
+  const std::string table = WriteFile("table.toml", "[tls]\ncert_file = \"x\"\n");
+  EXPECT_CONTAINS(Error({"--config", table}), "unknown key 'tls' (the file is flat");
+  const std::string type = WriteFile("type.toml", "\n\nfsync = 1\n");
+  EXPECT_CONTAINS(Error({"--config", type}),
+                  "config file " + type + ":3: key 'fsync' must be a string, not an integer");
+  const std::string value = WriteFile("value.toml", "fsync = \"sometimes\"\n");
+  EXPECT_CONTAINS(Error({"--config", value}),
+                  "config file " + value +
+                      ":1: key 'fsync': invalid value 'sometimes' (accepted: always, interval, none)");
+  const std::string negative = WriteFile("negative.toml", "max_heap = -1\n");
+  EXPECT_CONTAINS(Error({"--config", negative}), "key 'max_heap': invalid size '-1': must not be negative");
+  const std::string unitless = WriteFile("unitless.toml", "fsync_interval = 10\n");
+  EXPECT_CONTAINS(Error({"--config", unitless}), "key 'fsync_interval' must be a string such as \"10ms\"");
+  const std::string boolean = WriteFile("bool.toml", "client_cert_auth = \"yes\"\n");
+  EXPECT_CONTAINS(Error({"--config", boolean}), "key 'client_cert_auth' must be true or false, not a string");
+  const std::string nested = WriteFile("nested.toml", "config = \"other.toml\"\n");
+  EXPECT_CONTAINS(Error({"--config", nested}), "unknown key 'config'");
+  // A flag does not rescue a bad file: the file is read first and must be valid on its own.
+  EXPECT_CONTAINS(Error({"--config", value, "--fsync", "always"}), "key 'fsync'");
+}
+
+TEST(Config, HelpExplainsEveryFlagWithDefaultsAndUnits) {
+  absl::StatusOr<CommandLine> parsed = ParseCommandLine({"--help"});
+  ASSERT_TRUE(parsed.ok()) << parsed.status();
+  ASSERT_TRUE(parsed->exit_text.has_value());
+  const std::string& help = *parsed->exit_text;
+  EXPECT_EQ(help, HelpText());
+  for (const std::string& flag : kExpectedFlags) EXPECT_CONTAINS(help, "--" + flag);
+  for (const char* text : {"--config", "--version", "--help", "[default: 127.0.0.1:2379]", "[default: 64MiB]",
+                           "[default: 10ms]", "[default: 1572864]", "[default: 0 (one per CPU)]",
+                           "[default: always]", "[default: 2GiB]", "[default: ./revkv-data]", "KiB, MiB, GiB",
+                           "ms, s, m, h", "always (", "interval (", "none (", "SIZE", "DURATION"}) {
+    EXPECT_CONTAINS(help, text);
+  }
+  EXPECT_TRUE(ParseCommandLine({"-h"})->exit_text.has_value());
+}
+
+TEST(Config, TableHasExactlyTheExpectedSettings) {
+  std::vector<std::string> flags;
+  for (const config::Setting& setting : config::Settings()) flags.push_back(setting.flag);
+  EXPECT_EQ(flags, kExpectedFlags);
+}
+
+TEST(Config, VersionFlag) {
+  absl::StatusOr<CommandLine> parsed = ParseCommandLine({"--version"});
+  ASSERT_TRUE(parsed.ok());
+  EXPECT_EQ(parsed->exit_text.value_or(""), "revkv-server " REVKV_VERSION "\n");
+}
+
+TEST(ConfigDeathTest, ParseConfigExitsZeroOnHelpAndVersion) {
+  GTEST_FLAG_SET(death_test_style, "threadsafe");
+  const char* help_argv[] = {"revkv-server", "--help", nullptr};
+  // The child's stdout goes to /dev/null: the text itself is checked through ParseCommandLine above.
+  EXPECT_EXIT(
+      {
+        (void)std::freopen("/dev/null", "w", stdout);
+        ParseConfig(2, const_cast<char**>(help_argv)).IgnoreError();
+      },
+      testing::ExitedWithCode(0), "");
+  const char* version_argv[] = {"revkv-server", "--version", nullptr};
+  EXPECT_EXIT(
+      {
+        (void)std::freopen("/dev/null", "w", stdout);
+        ParseConfig(2, const_cast<char**>(version_argv)).IgnoreError();
+      },
+      testing::ExitedWithCode(0), "");
+  const char* bad_argv[] = {"revkv-server", "--fsync=sometimes", nullptr};
+  EXPECT_EQ(ParseConfig(2, const_cast<char**>(bad_argv)).status().code(), absl::StatusCode::kInvalidArgument);
+  const char* good_argv[] = {"revkv-server", "--name=n", nullptr};
+  EXPECT_EQ(ParseConfig(2, const_cast<char**>(good_argv))->name, "n");
+}
+
+TEST(Config, DescribeHasOneLinePerSetting) {
+  ServerConfig config = Parse({"--metrics-listen="});
+  const std::string text = config.Describe();
+  const size_t lines = static_cast<size_t>(std::count(text.begin(), text.end(), '\n'));
+  EXPECT_EQ(lines, config::Settings().size() + 3);  // + member-id, cluster-id, config
+  EXPECT_CONTAINS(text, "fsync                always\n");
+  EXPECT_CONTAINS(text, "wal-segment-size     64MiB\n");
+  EXPECT_CONTAINS(text, "metrics-listen       (disabled)\n");
+  EXPECT_CONTAINS(text, "cert-file            (none)\n");
+  EXPECT_CONTAINS(text, "workers              " + std::to_string(config.workers) + "\n");
+  EXPECT_CONTAINS(text, "config               (none");
+}
+
+TEST(Config, DerivedIdsAreStableAndDistinct) {
+  const uint64_t a = DeriveMemberId("default", "/var/lib/revkv");
+  EXPECT_EQ(a, DeriveMemberId("default", "/var/lib/revkv"));
+  EXPECT_EQ(a, DeriveMemberId("default", "/var/lib/./revkv/"));  // the same directory, normalized
+  EXPECT_NE(a, DeriveMemberId("other", "/var/lib/revkv"));
+  EXPECT_NE(a, DeriveMemberId("default", "/var/lib/revkv2"));
+  EXPECT_NE(DeriveMemberId("ab", "/c"), DeriveMemberId("a", "b/c"));  // fields are separated
+  // A relative directory means the same as its absolute path from the current directory.
+  char cwd[4096];
+  ASSERT_NE(getcwd(cwd, sizeof(cwd)), nullptr);
+  EXPECT_EQ(DeriveMemberId("n", "revkv-data"), DeriveMemberId("n", std::string(cwd) + "/revkv-data"));
+  EXPECT_EQ(DeriveClusterId({1, 2, 3}), DeriveClusterId({3, 1, 2}));
+  EXPECT_NE(DeriveClusterId({1}), DeriveClusterId({2}));
+  EXPECT_NE(DeriveClusterId({a}), a);
+}
+
+// The file packaging installs is valid and, apart from the paths it chooses, says what the defaults say.
+TEST(Config, DeployTomlIsValidAndMatchesTheDefaults) {
+  const std::string path = std::string(REVKV_SOURCE_DIR) + "/deploy/revkv.toml";
+  const ServerConfig config = Parse({"--config", path});
+  const ServerConfig defaults = Parse({});
+  for (const config::Setting& setting : config::Settings()) {
+    if (setting.flag == "data-dir") continue;
+    EXPECT_EQ(setting.get(config), setting.get(defaults)) << setting.flag;
+  }
+  EXPECT_EQ(config.data_dir, "/var/lib/revkv");
+}
+
+// docs/configuration.md documents every flag and TOML key.
+TEST(Config, DocumentationCoversEverySetting) {
+  const std::string docs = ReadFile(std::string(REVKV_SOURCE_DIR) + "/docs/configuration.md");
+  ASSERT_FALSE(docs.empty());
+  const std::string deploy = ReadFile(std::string(REVKV_SOURCE_DIR) + "/deploy/revkv.toml");
+  for (const config::Setting& setting : config::Settings()) {
+    EXPECT_CONTAINS(docs, "`--" + setting.flag + "`");
+    EXPECT_CONTAINS(docs, "`" + setting.TomlKey() + "`");
+    EXPECT_CONTAINS(deploy, setting.TomlKey() + " =");  // set or shown commented out
+  }
+}
+
+}  // namespace
+}  // namespace revkv::server
