@@ -134,7 +134,9 @@ bool HardwareAvailable() { return __builtin_cpu_supports("sse4.2"); }
 
 #else
 
-uint32_t ExtendHardware(uint32_t crc, const void* data, size_t size) { return ExtendPortable(crc, data, size); }
+uint32_t ExtendHardware(uint32_t crc, const void* data, size_t size) {
+  return ExtendPortable(crc, data, size);
+}
 
 bool HardwareAvailable() { return false; }
 

@@ -101,8 +101,8 @@ uint64_t DurableCallbacks::Run(WalLsn durable, const absl::Status& failure) {
   return ran;
 }
 
-bool DurableCallbacks::Idle() const {
-  return pending_head_ == nullptr && tail_ == &stub_ && head_.load(std::memory_order_seq_cst) == &stub_;
+bool DurableCallbacks::QueueEmpty() const {
+  return tail_ == &stub_ && head_.load(std::memory_order_seq_cst) == &stub_;
 }
 
 }  // namespace revkv::server

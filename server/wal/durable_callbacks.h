@@ -55,17 +55,18 @@ class DurableCallbacks {
   // `failure` is not OK, all other pending ones (with `failure`). Returns how many ran.
   uint64_t Run(WalLsn durable, const absl::Status& failure);
 
-  // True if Collect() would find nothing and no callback is pending.
-  bool Idle() const;
+  // True if nothing has been pushed since the last Collect() (pending callbacks do not count). Loads the
+  // head seq_cst, as a producer's exchange stores it.
+  bool QueueEmpty() const;
 
  private:
   DurableCallbackNode* Pop();  // oldest queued node, or nullptr when the queue is empty
   void InsertSorted(DurableCallbackNode* node);
 
   alignas(64) std::atomic<DurableCallbackNode*> head_;  // most recently pushed node (producers exchange)
-  alignas(64) DurableCallbackNode* tail_;                // consumer only: next node to pop (or the stub)
-  DurableCallbackNode stub_;                             // keeps the queue non-empty; re-pushed by Pop
-  DurableCallbackNode* pending_head_ = nullptr;          // consumer only: sorted by lsn, then by arrival
+  alignas(64) DurableCallbackNode* tail_;               // consumer only: next node to pop (or the stub)
+  DurableCallbackNode stub_;                            // keeps the queue non-empty; re-pushed by Pop
+  DurableCallbackNode* pending_head_ = nullptr;         // consumer only: sorted by lsn, then by arrival
   DurableCallbackNode* pending_tail_ = nullptr;
 };
 

@@ -50,37 +50,37 @@ class FaultInjectingFileSystem::File final : public WritableFile {
 FaultInjectingFileSystem::FaultInjectingFileSystem(FileSystem* base) : base_(base) {}
 
 void FaultInjectingFileSystem::FailNthWrite(int64_t n, int error_number) {
-  absl::MutexLock lock(&mu_);
+  std::lock_guard<std::mutex> lock(mu_);
   fail_write_countdown_ = n;
   fail_write_errno_ = error_number;
 }
 
 void FaultInjectingFileSystem::FailWritesAfterBytes(uint64_t bytes, int error_number) {
-  absl::MutexLock lock(&mu_);
+  std::lock_guard<std::mutex> lock(mu_);
   byte_budget_armed_ = true;
   byte_budget_ = bytes;
   byte_budget_errno_ = error_number;
 }
 
 void FaultInjectingFileSystem::FailNthSync(int64_t n, int error_number) {
-  absl::MutexLock lock(&mu_);
+  std::lock_guard<std::mutex> lock(mu_);
   fail_sync_countdown_ = n;
   fail_sync_errno_ = error_number;
 }
 
 void FaultInjectingFileSystem::FailNthOpenWritable(int64_t n, int error_number) {
-  absl::MutexLock lock(&mu_);
+  std::lock_guard<std::mutex> lock(mu_);
   fail_open_countdown_ = n;
   fail_open_errno_ = error_number;
 }
 
 void FaultInjectingFileSystem::SetSyncDelay(std::chrono::microseconds delay) {
-  absl::MutexLock lock(&mu_);
+  std::lock_guard<std::mutex> lock(mu_);
   sync_delay_ = delay;
 }
 
 void FaultInjectingFileSystem::ClearFaults() {
-  absl::MutexLock lock(&mu_);
+  std::lock_guard<std::mutex> lock(mu_);
   fail_write_countdown_ = 0;
   byte_budget_armed_ = false;
   fail_sync_countdown_ = 0;
@@ -88,7 +88,7 @@ void FaultInjectingFileSystem::ClearFaults() {
 }
 
 FaultInjectingFileSystem::WriteVerdict FaultInjectingFileSystem::DecideWrite(uint64_t size) {
-  absl::MutexLock lock(&mu_);
+  std::lock_guard<std::mutex> lock(mu_);
   if (fail_write_countdown_ > 0 && --fail_write_countdown_ == 0) return {0, fail_write_errno_};
   if (byte_budget_armed_) {
     if (size > byte_budget_) {
@@ -102,13 +102,13 @@ FaultInjectingFileSystem::WriteVerdict FaultInjectingFileSystem::DecideWrite(uin
 }
 
 int FaultInjectingFileSystem::DecideSync() {
-  absl::MutexLock lock(&mu_);
+  std::lock_guard<std::mutex> lock(mu_);
   if (fail_sync_countdown_ > 0 && --fail_sync_countdown_ == 0) return fail_sync_errno_;
   return 0;
 }
 
 std::chrono::microseconds FaultInjectingFileSystem::sync_delay() const {
-  absl::MutexLock lock(&mu_);
+  std::lock_guard<std::mutex> lock(mu_);
   return sync_delay_;
 }
 
@@ -120,7 +120,7 @@ void FaultInjectingFileSystem::CountWrite(uint64_t bytes) {
 absl::StatusOr<std::unique_ptr<WritableFile>> FaultInjectingFileSystem::OpenWritable(const std::string& path,
                                                                                      OpenMode mode) {
   {
-    absl::MutexLock lock(&mu_);
+    std::lock_guard<std::mutex> lock(mu_);
     if (fail_open_countdown_ > 0 && --fail_open_countdown_ == 0) {
       return IoError("open", path, fail_open_errno_);
     }
@@ -130,7 +130,8 @@ absl::StatusOr<std::unique_ptr<WritableFile>> FaultInjectingFileSystem::OpenWrit
   return std::make_unique<File>(this, std::move(*file));
 }
 
-absl::StatusOr<std::unique_ptr<ReadableFile>> FaultInjectingFileSystem::OpenReadable(const std::string& path) {
+absl::StatusOr<std::unique_ptr<ReadableFile>> FaultInjectingFileSystem::OpenReadable(
+    const std::string& path) {
   return base_->OpenReadable(path);
 }
 

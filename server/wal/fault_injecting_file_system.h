@@ -7,9 +7,8 @@
 #include <atomic>
 #include <chrono>
 #include <cstdint>
+#include <mutex>
 
-#include "absl/base/thread_annotations.h"
-#include "absl/synchronization/mutex.h"
 #include "server/wal/file_system.h"
 
 namespace revkv::server {
@@ -41,8 +40,7 @@ class FaultInjectingFileSystem final : public FileSystem {
   int64_t directory_syncs() const { return directory_syncs_.load(std::memory_order_relaxed); }
   uint64_t bytes_written() const { return bytes_written_.load(std::memory_order_relaxed); }
 
-  absl::StatusOr<std::unique_ptr<WritableFile>> OpenWritable(const std::string& path,
-                                                             OpenMode mode) override;
+  absl::StatusOr<std::unique_ptr<WritableFile>> OpenWritable(const std::string& path, OpenMode mode) override;
   absl::StatusOr<std::unique_ptr<ReadableFile>> OpenReadable(const std::string& path) override;
   absl::StatusOr<std::vector<std::string>> ListDirectory(const std::string& dir) override;
   absl::Status CreateDirectories(const std::string& dir) override;
@@ -66,17 +64,17 @@ class FaultInjectingFileSystem final : public FileSystem {
   void CountSync() { syncs_.fetch_add(1, std::memory_order_relaxed); }
 
   FileSystem* const base_;
-  mutable absl::Mutex mu_;
-  int64_t fail_write_countdown_ ABSL_GUARDED_BY(mu_) = 0;  // 0: disarmed
-  int fail_write_errno_ ABSL_GUARDED_BY(mu_) = 0;
-  bool byte_budget_armed_ ABSL_GUARDED_BY(mu_) = false;
-  uint64_t byte_budget_ ABSL_GUARDED_BY(mu_) = 0;
-  int byte_budget_errno_ ABSL_GUARDED_BY(mu_) = 0;
-  int64_t fail_sync_countdown_ ABSL_GUARDED_BY(mu_) = 0;
-  int fail_sync_errno_ ABSL_GUARDED_BY(mu_) = 0;
-  int64_t fail_open_countdown_ ABSL_GUARDED_BY(mu_) = 0;
-  int fail_open_errno_ ABSL_GUARDED_BY(mu_) = 0;
-  std::chrono::microseconds sync_delay_ ABSL_GUARDED_BY(mu_){0};
+  mutable std::mutex mu_;             // guards the fault settings below
+  int64_t fail_write_countdown_ = 0;  // 0: disarmed
+  int fail_write_errno_ = 0;
+  bool byte_budget_armed_ = false;
+  uint64_t byte_budget_ = 0;
+  int byte_budget_errno_ = 0;
+  int64_t fail_sync_countdown_ = 0;
+  int fail_sync_errno_ = 0;
+  int64_t fail_open_countdown_ = 0;
+  int fail_open_errno_ = 0;
+  std::chrono::microseconds sync_delay_{0};
 
   // Statistics only: relaxed, nothing is ordered by them.
   std::atomic<int64_t> writes_{0};

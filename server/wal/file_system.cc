@@ -1,19 +1,57 @@
 // Helpers shared by every FileSystem implementation: path joining and errno-to-status conversion.
 #include "server/wal/file_system.h"
 
+#include <cerrno>
+
 #include "absl/strings/str_cat.h"
 
 namespace revkv::server {
 
 std::string JoinPath(std::string_view dir, std::string_view name) {
-  if (dir.empty()) return std::string(name);
-  if (dir.back() == '/') return absl::StrCat(dir, name);
-  return absl::StrCat(dir, "/", name);
+  std::string path(dir);
+  if (!path.empty() && path.back() != '/') path += '/';
+  path += name;
+  return path;
 }
 
-absl::Status IoError(std::string_view operation, std::string_view path, int error_number) {
-  // ErrnoToStatus appends ": <strerror text>" and maps the code (ENOSPC -> kResourceExhausted, ...).
-  return absl::ErrnoToStatus(error_number, absl::StrCat(operation, " of ", path, " failed"));
+std::string NumberedFileName(std::string_view prefix, int64_t number, std::string_view suffix) {
+  static constexpr char kDigits[] = "0123456789abcdef";
+  std::string name(prefix);
+  for (int shift = 60; shift >= 0; shift -= 4) {
+    name += kDigits[(static_cast<uint64_t>(number) >> shift) & 0xF];
+  }
+  name += suffix;
+  return name;
+}
+
+std::optional<int64_t> ParseNumberedFileName(std::string_view name, std::string_view prefix,
+                                             std::string_view suffix) {
+  if (name.size() != prefix.size() + 16 + suffix.size() || name.substr(0, prefix.size()) != prefix ||
+      name.substr(prefix.size() + 16) != suffix) {
+    return std::nullopt;
+  }
+  uint64_t value = 0;
+  for (char c : name.substr(prefix.size(), 16)) {
+    int digit;
+    if (c >= '0' && c <= '9') {
+      digit = c - '0';
+    } else if (c >= 'a' && c <= 'f') {
+      digit = c - 'a' + 10;
+    } else {
+      return std::nullopt;
+    }
+    value = value << 4 | static_cast<uint64_t>(digit);
+  }
+  if (value > static_cast<uint64_t>(INT64_MAX)) return std::nullopt;
+  return static_cast<int64_t>(value);
+}
+
+absl::Status IoError(const char* operation, const std::string& path, int error_number) {
+  // ErrnoToStatus appends ": <strerror text>" and maps the code (ENOSPC -> kResourceExhausted, ...). It
+  // maps EIO to kUnknown; an I/O error on a log or checkpoint means data may be lost, so kDataLoss.
+  absl::Status status = absl::ErrnoToStatus(error_number, absl::StrCat(operation, " of ", path, " failed"));
+  if (error_number == EIO) return absl::DataLossError(status.message());
+  return status;
 }
 
 }  // namespace revkv::server

@@ -1,7 +1,8 @@
 // FileSystem: the file operations the write-ahead log and the checkpoints use, behind an interface so
 // tests can inject faults (see fault_injecting_file_system.h) into the very code paths production runs.
 //
-// Every error is an absl::Status whose code follows errno (ENOSPC -> kResourceExhausted, EIO -> ...) and
+// Every error is an absl::Status whose code follows errno as absl::ErrnoToStatus maps it (ENOSPC ->
+// kResourceExhausted, ENOENT -> kNotFound, ...), except EIO -> kDataLoss, and
 // whose message names the operation, the file and the errno text, e.g.
 // "fdatasync of /data/wal/wal-0000000000000001.log failed: Input/output error".
 #ifndef REVKV_SERVER_WAL_FILE_SYSTEM_H_
@@ -10,6 +11,7 @@
 #include <cstddef>
 #include <cstdint>
 #include <memory>
+#include <optional>
 #include <string>
 #include <string_view>
 #include <vector>
@@ -99,9 +101,16 @@ FileSystem* DefaultFileSystem();
 // Returns dir + "/" + name (no separator doubled).
 std::string JoinPath(std::string_view dir, std::string_view name);
 
-// Returns the status for a failed system call: code from `error_number`, message
+// "<prefix><number as 16 lowercase hex digits><suffix>": how WAL segments and checkpoints are named, so
+// names sort like the numbers. `number` must be >= 0.
+std::string NumberedFileName(std::string_view prefix, int64_t number, std::string_view suffix);
+// The number in `name` if it has exactly that shape, else nullopt.
+std::optional<int64_t> ParseNumberedFileName(std::string_view name, std::string_view prefix,
+                                             std::string_view suffix);
+
+// Returns the status for a failed system call: code from `error_number` (see the top of this file), message
 // "<operation> of <path> failed: <strerror text>".
-absl::Status IoError(std::string_view operation, std::string_view path, int error_number);
+absl::Status IoError(const char* operation, const std::string& path, int error_number);
 
 }  // namespace revkv::server
 

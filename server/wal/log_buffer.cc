@@ -25,7 +25,7 @@ bool LogBuffer::TryClaim(uint64_t bytes) {
 bool LogBuffer::Claim(uint64_t bytes) {
   if (shut_down_.load(std::memory_order_acquire)) return false;
   if (TryClaim(bytes)) return true;
-  absl::MutexLock lock(&mu_);
+  std::unique_lock<std::mutex> lock(mu_);
   waiters_.fetch_add(1, std::memory_order_seq_cst);
   bool granted = false;
   // Shutdown stores the flag before it takes mu_, and we hold mu_ from this check into Wait, so its
@@ -35,7 +35,7 @@ bool LogBuffer::Claim(uint64_t bytes) {
       granted = true;
       break;
     }
-    space_freed_.Wait(&mu_);
+    space_freed_.wait(lock);
   }
   waiters_.fetch_sub(1, std::memory_order_seq_cst);
   return granted;
@@ -46,15 +46,15 @@ void LogBuffer::Release(uint64_t bytes) {
   // Dekker with Claim: a waiter increments waiters_ before its last TryClaim, we decrement claimed_ before
   // reading waiters_; with both seq_cst, either it sees our space or we see it waiting.
   if (waiters_.load(std::memory_order_seq_cst) > 0) {
-    absl::MutexLock lock(&mu_);
-    space_freed_.SignalAll();
+    std::lock_guard<std::mutex> lock(mu_);
+    space_freed_.notify_all();
   }
 }
 
 void LogBuffer::Shutdown() {
   shut_down_.store(true, std::memory_order_release);
-  absl::MutexLock lock(&mu_);
-  space_freed_.SignalAll();
+  std::lock_guard<std::mutex> lock(mu_);
+  space_freed_.notify_all();
 }
 
 void LogBuffer::Write(std::string_view data) {

@@ -10,8 +10,11 @@
 //     granted only if claimed_ stays <= capacity, so the bytes an appender writes under its claim never
 //     overlap bytes the flusher has yet to read.
 //  2. Only the appender (one thread at a time, serialized by the caller) moves append_ and tail_.
-//  3. tail_ is stored with release after the bytes below it are written; the flusher loads it with
-//     acquire, so every byte below the tail it saw is visible to it.
+//  3. tail_ is stored after the bytes below it are written and loaded by the flusher before it reads
+//     them (release/acquire, so every byte below the tail it saw is visible to it). Both are seq_cst:
+//     the flusher, going idle, stores its idle flag and then loads tail_; the appender's thread stores
+//     tail_ and then (in Wal::Notify) loads the idle flag. With all four seq_cst either the flusher sees
+//     the new tail or Notify sees it idle and wakes it; release/acquire alone would allow both to miss.
 //  4. The flusher releases bytes (a seq_cst decrement of claimed_, which includes release) only after it
 //     has finished reading them; a claim granted from that decrement (its CAS includes acquire) happens
 //     after those reads, so overwriting them is safe.
@@ -20,13 +23,12 @@
 
 #include <array>
 #include <atomic>
+#include <condition_variable>
 #include <cstddef>
 #include <cstdint>
 #include <memory>
+#include <mutex>
 #include <string_view>
-
-#include "absl/base/thread_annotations.h"
-#include "absl/synchronization/mutex.h"
 
 namespace revkv::server {
 
@@ -56,12 +58,13 @@ class LogBuffer {
   // Copies `data` after the previous Write; not visible to the reader until Publish(). The bytes must be
   // covered by a claim of the caller's.
   void Write(std::string_view data);
-  // Publishes everything written so far (release store of the tail).
-  void Publish() { tail_.store(append_, std::memory_order_release); }
+  // Publishes everything written so far (a seq_cst store of the tail: invariant 3).
+  void Publish() { tail_.store(append_, std::memory_order_seq_cst); }
 
   // --- Reader (flusher thread only) ---
-  // End of the published bytes; every byte below it is readable.
-  uint64_t tail() const { return tail_.load(std::memory_order_acquire); }
+  // End of the published bytes; every byte below it is readable. Any thread may call it, but only the
+  // reader may read the bytes.
+  uint64_t tail() const { return tail_.load(std::memory_order_seq_cst); }
   // Copies `size` published bytes at position `pos` to `out`.
   void Read(uint64_t pos, size_t size, char* out) const;
   // The published bytes [begin, end) as one piece, or two when the range wraps (the second may be empty).
@@ -74,15 +77,15 @@ class LogBuffer {
   const size_t mask_;
   const std::unique_ptr<char[]> ring_;
 
-  alignas(64) uint64_t append_ = 0;        // appender only: position of the next Write
-  alignas(64) std::atomic<uint64_t> tail_{0};  // appender stores (release), reader loads (acquire)
+  alignas(64) uint64_t append_ = 0;            // appender only: position of the next Write
+  alignas(64) std::atomic<uint64_t> tail_{0};  // appender stores, reader loads: invariant 3
   // Invariant 1. seq_cst so that a releaser either sees a registered waiter or the waiter's next attempt
   // sees the released space (the pair claimed_/waiters_ is a Dekker handshake).
   alignas(64) std::atomic<uint64_t> claimed_{0};
-  std::atomic<int> waiters_{0};  // claims blocked (or about to block) in Claim
+  std::atomic<int> waiters_{0};         // claims blocked (or about to block) in Claim
   std::atomic<bool> shut_down_{false};  // set once by Shutdown; re-checked under mu_ before every wait
-  absl::Mutex mu_;                      // only for blocking: orders a wait against Release and Shutdown
-  absl::CondVar space_freed_;
+  std::mutex mu_;                       // only for blocking: orders a wait against Release and Shutdown
+  std::condition_variable space_freed_;
 };
 
 }  // namespace revkv::server

@@ -87,7 +87,7 @@ class PosixReadableFile final : public ReadableFile {
   }
 
   absl::StatusOr<uint64_t> Size() const override {
-    struct stat st;
+    struct stat st {};
     if (::fstat(fd_, &st) != 0) return IoError("fstat", path_, errno);
     return static_cast<uint64_t>(st.st_size);
   }
@@ -103,8 +103,7 @@ class PosixFileSystem final : public FileSystem {
  public:
   absl::StatusOr<std::unique_ptr<WritableFile>> OpenWritable(const std::string& path,
                                                              OpenMode mode) override {
-    const int flags =
-        O_WRONLY | O_CREAT | O_CLOEXEC | (mode == OpenMode::kTruncate ? O_TRUNC : O_APPEND);
+    const int flags = O_WRONLY | O_CREAT | O_CLOEXEC | (mode == OpenMode::kTruncate ? O_TRUNC : O_APPEND);
     int fd;
     do {
       fd = ::open(path.c_str(), flags, 0644);
@@ -127,6 +126,7 @@ class PosixFileSystem final : public FileSystem {
     if (d == nullptr) return IoError("opendir", dir, errno);
     std::vector<std::string> names;
     errno = 0;
+    // readdir is safe here: the stream is private to this call. NOLINTNEXTLINE(concurrency-mt-unsafe)
     while (const dirent* entry = ::readdir(d)) {
       const std::string_view name = entry->d_name;
       if (name != "." && name != "..") names.emplace_back(name);

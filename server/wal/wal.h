@@ -15,20 +15,20 @@
 
 #include <atomic>
 #include <chrono>
+#include <condition_variable>
 #include <cstddef>
 #include <cstdint>
 #include <memory>
+#include <mutex>
 #include <optional>
 #include <string>
 #include <string_view>
 #include <thread>
 #include <vector>
 
-#include "absl/base/thread_annotations.h"
 #include "absl/functional/function_ref.h"
 #include "absl/status/status.h"
 #include "absl/status/statusor.h"
-#include "absl/synchronization/mutex.h"
 #include "server/wal/durable_callbacks.h"
 #include "server/wal/file_system.h"
 #include "server/wal/latency_histogram.h"
@@ -53,12 +53,12 @@ std::string_view FsyncModeName(FsyncMode mode);
 absl::StatusOr<FsyncMode> ParseFsyncMode(std::string_view name);
 
 struct WalOptions {
-  std::string dir;                        // holds the segment files; created if missing
-  FileSystem* file_system = nullptr;      // borrowed, must outlive the Wal; nullptr: DefaultFileSystem()
+  std::string dir;                    // holds the segment files; created if missing
+  FileSystem* file_system = nullptr;  // borrowed, must outlive the Wal; nullptr: DefaultFileSystem()
   FsyncMode fsync_mode = FsyncMode::kAlways;
   std::chrono::milliseconds fsync_interval{100};  // kInterval only
   uint64_t segment_bytes = uint64_t{64} << 20;    // a segment past this size is closed at a record boundary
-  size_t buffer_bytes = size_t{16} << 20;         // log buffer (rounded up to a power of two); bounds a record
+  size_t buffer_bytes = size_t{16} << 20;  // log buffer (rounded up to a power of two); bounds a record
 };
 
 // Where and why recovery found the log to end early.
@@ -88,10 +88,10 @@ struct WalRecoveryReport {
 // Counters readable at any time; each field is read on its own (relaxed), so fields may be a few
 // records apart from one another.
 struct WalStats {
-  uint64_t bytes_written = 0;    // record and segment-header bytes handed to write(2)
-  uint64_t records_written = 0;  // records handed to write(2)
-  uint64_t write_calls = 0;      // write(2) calls of records
-  uint64_t fsyncs = 0;           // fdatasync calls of segments
+  uint64_t bytes_written = 0;     // record and segment-header bytes handed to write(2)
+  uint64_t records_written = 0;   // records handed to write(2)
+  uint64_t write_calls = 0;       // write(2) calls of records
+  uint64_t fsyncs = 0;            // fdatasync calls of segments
   LatencySnapshot fsync_latency;  // of those fdatasync calls, in seconds
   WalLsn appended_lsn = 0;        // last record appended
   WalLsn durable_lsn = 0;         // last record acknowledged (durable per the fsync mode)
@@ -167,9 +167,9 @@ class Wal {
   // --- Inside the inevitable section ---
 
   // Frames `payload` as the record of `revision`, copies it into the log buffer, registers the
-  // reservation's callback and publishes the new tail (release). Returns the record's LSN. Never blocks,
-  // allocates or makes a system call. `payload` must be the bytes given to Reserve and `revision` the last
-  // appended one + 1: anything else is a caller bug and aborts the process with a message. After a
+  // reservation's callback and publishes the new tail (a seq_cst store). Returns the record's LSN. Never
+  // blocks, allocates or makes a system call. `payload` must be the bytes given to Reserve and `revision` the
+  // last appended one + 1: anything else is a caller bug and aborts the process with a message. After a
   // failure the record is accepted but never made durable; its waiters get failed_status().
   WalLsn Append(WalReservation& reservation, int64_t revision, std::string_view payload);
 
@@ -179,6 +179,7 @@ class Wal {
   void Notify();
 
   // Blocks until record `lsn` is durable (OK) or the log has failed before it (failed_status()).
+  // Requires lsn <= appended LSN (a larger one would never come: the process aborts).
   absl::Status WaitDurable(WalLsn lsn);
 
   // Runs `callback` on the flusher thread once record `lsn` is durable or the log has failed. Callbacks
@@ -221,9 +222,9 @@ class Wal {
     uint64_t flush_pos = 0;  // log buffer position of the first byte not yet written
     WalLsn written_lsn = 0;  // last record written to the file
     int64_t written_revision = 0;
-    bool unsynced = false;  // bytes written since the last fdatasync
+    bool unsynced = false;                   // bytes written since the last fdatasync
+    std::vector<int64_t> unsynced_segments;  // kNone: closed segments never synced (synced at Close)
     std::chrono::steady_clock::time_point last_sync;
-    std::string scratch;  // header copies across the ring's wrap
   };
 
   void StartFlusher();
@@ -231,12 +232,16 @@ class Wal {
   void WaitForWork();
   bool HasWork();
   absl::Status WriteAppended(uint64_t tail);
-  absl::Status StartSegment(int64_t first_revision);
+  absl::Status StartSegment(int64_t first_revision, bool sync_directory);
+  bool IntervalSyncDue() const;
+  void RunCallbacks();
+  void ExitFlusher();
   absl::Status SyncSegment();
+  absl::Status SyncClosedSegments();
   void AdvanceDurable(WalLsn lsn, int64_t revision);
   void EnterFailedState(const absl::Status& cause);
   void ReleaseSpace(uint64_t bytes) { buffer_.Release(bytes); }
-  [[noreturn]] void DieInAppend(const char* what, int64_t a, int64_t b);
+  [[noreturn]] void Die(const char* what, int64_t a, int64_t b);
 
   const WalOptions options_;
   FileSystem* const fs_;
@@ -249,31 +254,38 @@ class Wal {
 
   DurableCallbacks callbacks_;
 
-  // Waking the flusher. flusher_idle_ is set under flusher_mu_ before the flusher's last look for work;
-  // Notify reads it after a seq_cst fence, so either the flusher sees the new tail or Notify sees it idle.
+  // Waking the flusher. The flusher stores flusher_idle_ (seq_cst, under flusher_mu_) and then looks for
+  // work with seq_cst loads (the tail, the callback queue's head); a writer publishes with a seq_cst
+  // store or exchange and then Notify loads flusher_idle_ (seq_cst). Either the flusher sees the work or
+  // Notify sees it idle and signals under flusher_mu_, which the flusher holds until it waits.
   std::atomic<bool> flusher_idle_{false};
-  absl::Mutex flusher_mu_;
-  absl::CondVar flusher_wake_;
-  std::atomic<bool> closing_{false};  // set once by Close; seq_cst (see OnDurable)
+  std::mutex flusher_mu_;
+  std::condition_variable flusher_wake_;
+  std::atomic<bool> closing_{false};  // set once by Close (seq_cst: part of the flusher's work check)
 
-  // Progress published by the flusher. durable_lsn_ is seq_cst-stored before callbacks are collected (see
-  // OnDurable); readers use acquire.
+  // Closing the callback queue: OnDurable pushes under late_mu_ unless the flusher has exited; the
+  // flusher sets flusher_exited_ under late_mu_ only when the queue is empty, so no callback is stranded.
+  std::mutex late_mu_;
+  std::atomic<bool> flusher_exited_{false};  // written under late_mu_; read without it by WaitDurable
+
+  // Progress published by the flusher. Readers of durable_lsn_ use acquire; nothing but the number itself
+  // is published through these.
   std::atomic<WalLsn> durable_lsn_{0};
   std::atomic<int64_t> durable_revision_{0};
   std::atomic<int64_t> synced_revision_{0};
-  absl::Mutex durable_mu_;  // WaitDurable blocks on it; the flusher signals under it
-  absl::CondVar durable_changed_;
-  int durable_waiters_ ABSL_GUARDED_BY(durable_mu_) = 0;
+  std::mutex durable_mu_;  // WaitDurable blocks on it; the flusher signals under it
+  std::condition_variable durable_changed_;
+  int durable_waiters_ = 0;  // guarded by durable_mu_
 
   // Failure: failed_ is the fast check (seq_cst store, after failure_ is set under failure_mu_).
   std::atomic<bool> failed_{false};
-  mutable absl::Mutex failure_mu_;
-  absl::Status failure_ ABSL_GUARDED_BY(failure_mu_);
+  mutable std::mutex failure_mu_;
+  absl::Status failure_;  // guarded by failure_mu_
 
   // Segment list: first revisions, ascending; the last is the current segment. The flusher adds under
   // the mutex, RemoveSegmentsUpTo removes under it.
-  mutable absl::Mutex segments_mu_;
-  std::vector<int64_t> segments_ ABSL_GUARDED_BY(segments_mu_);
+  mutable std::mutex segments_mu_;
+  std::vector<int64_t> segments_;  // guarded by segments_mu_
 
   // Statistics (relaxed: nothing is published through them).
   std::atomic<uint64_t> bytes_written_{0};
@@ -285,9 +297,9 @@ class Wal {
 
   Flusher flusher_;
   std::thread flusher_thread_;
-  absl::Mutex close_mu_;  // serializes Close
-  bool closed_ ABSL_GUARDED_BY(close_mu_) = false;
-  absl::Status close_status_ ABSL_GUARDED_BY(close_mu_);
+  std::mutex close_mu_;        // serializes Close
+  bool closed_ = false;        // guarded by close_mu_
+  absl::Status close_status_;  // guarded by close_mu_
 };
 
 }  // namespace revkv::server

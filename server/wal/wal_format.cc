@@ -4,8 +4,8 @@
 #include <cstring>
 
 #include "absl/strings/str_cat.h"
-#include "absl/strings/str_format.h"
 #include "server/wal/crc32c.h"
+#include "server/wal/file_system.h"
 
 namespace revkv::server::wal_format {
 
@@ -42,44 +42,28 @@ std::string EncodeSegmentHeader() {
   return header;
 }
 
-absl::Status CheckSegmentHeader(std::string_view header, std::string_view path) {
+absl::Status CheckSegmentHeader(std::string_view header, const std::string& path) {
   if (header.size() < kSegmentHeaderBytes || header.substr(0, kSegmentMagic.size()) != kSegmentMagic) {
     return absl::DataLossError(absl::StrCat(path, " does not start with a WAL segment header"));
   }
   uint32_t version;
+  uint32_t reserved;
   std::memcpy(&version, header.data() + 8, 4);
+  std::memcpy(&reserved, header.data() + 12, 4);
   if (version != kFormatVersion) {
     return absl::FailedPreconditionError(absl::StrCat(path, " has WAL format version ", version,
                                                       "; this build reads version ", kFormatVersion));
   }
+  if (reserved != 0) return absl::DataLossError(absl::StrCat(path, " has a damaged WAL segment header"));
   return absl::OkStatus();
 }
 
 std::string SegmentFileName(int64_t first_revision) {
-  return absl::StrFormat("wal-%016x.log", static_cast<uint64_t>(first_revision));
+  return NumberedFileName("wal-", first_revision, ".log");
 }
 
 std::optional<int64_t> ParseSegmentFileName(std::string_view name) {
-  constexpr std::string_view kPrefix = "wal-";
-  constexpr std::string_view kSuffix = ".log";
-  if (name.size() != kPrefix.size() + 16 + kSuffix.size() || name.substr(0, kPrefix.size()) != kPrefix ||
-      name.substr(kPrefix.size() + 16) != kSuffix) {
-    return std::nullopt;
-  }
-  uint64_t value = 0;
-  for (char c : name.substr(kPrefix.size(), 16)) {
-    int digit;
-    if (c >= '0' && c <= '9') {
-      digit = c - '0';
-    } else if (c >= 'a' && c <= 'f') {
-      digit = c - 'a' + 10;
-    } else {
-      return std::nullopt;
-    }
-    value = value << 4 | static_cast<uint64_t>(digit);
-  }
-  if (value > static_cast<uint64_t>(INT64_MAX)) return std::nullopt;
-  return static_cast<int64_t>(value);
+  return ParseNumberedFileName(name, "wal-", ".log");
 }
 
 }  // namespace revkv::server::wal_format

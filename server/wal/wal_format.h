@@ -49,7 +49,7 @@ uint32_t RecordCrc(int64_t revision, std::string_view payload);
 std::string EncodeSegmentHeader();
 // OK for a valid header of this format version. DataLoss if the magic is wrong or the header short (a
 // torn or foreign file); FailedPrecondition for another format version (never treated as damage).
-absl::Status CheckSegmentHeader(std::string_view header, std::string_view path);
+absl::Status CheckSegmentHeader(std::string_view header, const std::string& path);
 
 // "wal-<16 hex digits>.log" for a segment whose first record has `first_revision`.
 std::string SegmentFileName(int64_t first_revision);

@@ -82,14 +82,14 @@ absl::StatusOr<SegmentScan> ScanSegment(FileSystem* fs, const Segment& segment, 
   }
   BufferedReader reader(file->get(), scan.size);
   if (scan.size < kSegmentHeaderBytes) {
-    return cut_at(0, absl::StrCat("segment header is torn (", scan.size, " of ", kSegmentHeaderBytes,
-                                  " bytes)"));
+    return cut_at(
+        0, absl::StrCat("segment header is torn (", scan.size, " of ", kSegmentHeaderBytes, " bytes)"));
   }
   absl::StatusOr<std::string_view> header = reader.Read(kSegmentHeaderBytes);
   if (!header.ok()) return header.status();
   if (absl::Status s = wal_format::CheckSegmentHeader(*header, segment.path); !s.ok()) {
     if (s.code() != absl::StatusCode::kDataLoss) return s;  // another format version: not damage
-    return cut_at(0, "bad segment header magic");
+    return cut_at(0, std::string(s.message()));
   }
 
   while (reader.remaining() > 0) {
@@ -174,11 +174,10 @@ absl::StatusOr<RecoveredLog> RecoverLog(FileSystem* fs, const std::string& dir, 
   }
   const Segment& first = (*segments)[start];
   if (first.first_revision > after_revision + 1) {
-    return absl::DataLossError(absl::StrCat("wal: the log in ", dir, " starts at revision ",
-                                            first.first_revision, " (", first.path, ") but recovery needs",
-                                            " every revision after ", after_revision, "; revisions ",
-                                            after_revision + 1, "..", first.first_revision - 1,
-                                            " are missing"));
+    return absl::DataLossError(
+        absl::StrCat("wal: the log in ", dir, " starts at revision ", first.first_revision, " (", first.path,
+                     ") but recovery needs", " every revision after ", after_revision, "; revisions ",
+                     after_revision + 1, "..", first.first_revision - 1, " are missing"));
   }
 
   int64_t expected = first.first_revision;

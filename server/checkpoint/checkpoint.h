@@ -1,0 +1,157 @@
+// Checkpoints: a consistent dump of the store at one revision, written while writers keep going (the
+// store feeds the writer from a snapshot read), so the log before it can be removed; recovery loads the
+// newest valid checkpoint and replays the log after it. Entries are opaque bytes plus the etcd metadata.
+//
+// File: checkpoint-<revision as 16 lowercase hex digits>.ckpt in the checkpoint directory, holding
+//   header (40 bytes): magic "revkvCKP" | u32 format version (1) | u32 zero | i64 revision
+//                      | i64 compact revision | u64 entry count
+//   entries:           u32 key length | u32 value length | i64 create_revision | i64 mod_revision
+//                      | i64 version | i64 lease | key | value
+//   footer (16 bytes): u32 CRC-32C of every byte before the footer | u32 zero | magic "revkvEND"
+// little-endian. A checkpoint is written as checkpoint-<revision>.tmp, fsync'd, renamed to .ckpt, and the
+// directory fsync'd, so a .ckpt file is complete unless the disk damaged it later.
+#ifndef REVKV_SERVER_CHECKPOINT_CHECKPOINT_H_
+#define REVKV_SERVER_CHECKPOINT_CHECKPOINT_H_
+
+#include <cstdint>
+#include <memory>
+#include <optional>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "absl/functional/function_ref.h"
+#include "absl/status/status.h"
+#include "absl/status/statusor.h"
+#include "server/wal/file_system.h"
+
+namespace revkv::server {
+
+// One key of the store. The views are borrowed: from the caller in Add, from the reader's buffer (valid
+// during the visitor call only) when loading.
+struct CheckpointEntry {
+  std::string_view key;
+  std::string_view value;
+  int64_t create_revision = 0;
+  int64_t mod_revision = 0;
+  int64_t version = 0;
+  int64_t lease = 0;
+};
+
+// A complete checkpoint file.
+struct CheckpointInfo {
+  std::string path;
+  int64_t revision = 0;
+  int64_t compact_revision = 0;
+  uint64_t entry_count = 0;
+  uint64_t bytes = 0;  // file size
+};
+
+// ---------------------------------------------------------------------------------------------------
+// Writing
+// ---------------------------------------------------------------------------------------------------
+
+// Streams one checkpoint to disk through a 1 MiB buffer; memory use does not grow with the store.
+// Owner thread only. Every method may block on disk I/O. The first error is sticky: later calls return it.
+class CheckpointWriter {
+ public:
+  static constexpr size_t kBufferBytes = size_t{1} << 20;
+
+  // Creates (truncating a leftover) `dir`/checkpoint-<revision>.tmp. `fs` is borrowed and must outlive the
+  // writer. InvalidArgument unless 0 <= compact_revision <= revision.
+  static absl::StatusOr<std::unique_ptr<CheckpointWriter>> Open(FileSystem* fs, const std::string& dir,
+                                                                int64_t revision, int64_t compact_revision);
+
+  // Abort()s unless Finish() succeeded.
+  ~CheckpointWriter();
+  CheckpointWriter(const CheckpointWriter&) = delete;
+  CheckpointWriter& operator=(const CheckpointWriter&) = delete;
+
+  // Appends one entry (the bytes are copied before returning). Entries are stored in the order added.
+  absl::Status Add(const CheckpointEntry& entry);
+
+  // Writes the footer and the final header, fsyncs, renames the file to .ckpt (replacing a checkpoint of
+  // the same revision) and fsyncs the directory. On error the temporary file is removed.
+  absl::StatusOr<CheckpointInfo> Finish();
+
+  // Removes the temporary file; the checkpoint is abandoned. Idempotent; no-op after a successful Finish.
+  void Abort();
+
+  uint64_t entry_count() const { return entry_count_; }
+
+ private:
+  CheckpointWriter(FileSystem* fs, std::string dir, int64_t revision, int64_t compact_revision);
+  absl::Status Flush();                                  // writes the buffer, extending body_crc_
+  absl::Status Complete(const std::string& final_path);  // footer, header, fsync, rename, directory fsync
+  absl::Status Fail(absl::Status status);                // records the first error and returns it
+
+  FileSystem* const fs_;
+  const std::string dir_;
+  const int64_t revision_;
+  const int64_t compact_revision_;
+  const std::string tmp_path_;
+  std::unique_ptr<WritableFile> file_;
+  std::string buffer_;     // entry bytes not yet written
+  uint32_t body_crc_ = 0;  // CRC-32C of the entry bytes written so far
+  uint64_t body_bytes_ = 0;
+  uint64_t entry_count_ = 0;
+  absl::Status status_;
+  bool finished_ = false;
+  bool tmp_exists_ = false;
+};
+
+// ---------------------------------------------------------------------------------------------------
+// Loading and housekeeping
+// ---------------------------------------------------------------------------------------------------
+
+// Receives each entry of the checkpoint being loaded; an error stops the load with that error.
+using CheckpointEntryVisitor = absl::FunctionRef<absl::Status(const CheckpointEntry& entry)>;
+
+// A checkpoint that failed verification.
+struct SkippedCheckpoint {
+  std::string path;
+  std::string reason;      // what verification found, e.g. "CRC mismatch: stored 0x..., computed 0x..."
+  std::string renamed_to;  // it is kept, renamed, for inspection: checkpoint-<revision>.corrupt
+};
+
+struct CheckpointLoadResult {
+  std::optional<CheckpointInfo> loaded;              // none: no valid checkpoint, start from revision 0
+  std::vector<SkippedCheckpoint> skipped;            // newer checkpoints that failed, newest first
+  std::vector<std::string> removed_temporary_files;  // .tmp files a crash left behind
+
+  // One line for the log.
+  std::string ToString() const;
+};
+
+// Verifies the checkpoints in `dir` newest first and streams the entries of the first valid one to
+// `visitor`. A checkpoint is verified completely (structure and CRC) before the visitor sees any of its
+// entries, so the visitor never sees a corrupt checkpoint's entries; the file is read twice for that.
+// A corrupt checkpoint is renamed to .corrupt and skipped; .tmp files are removed. A missing `dir` is an
+// empty one. Fails with the visitor's error or an I/O error other than EIO (EIO counts as corruption).
+absl::StatusOr<CheckpointLoadResult> LoadNewestValidCheckpoint(FileSystem* fs, const std::string& dir,
+                                                               CheckpointEntryVisitor visitor);
+
+// Reads and verifies one checkpoint file without visiting its entries. DataLoss describes the damage.
+absl::StatusOr<CheckpointInfo> VerifyCheckpoint(FileSystem* fs, const std::string& path);
+
+// A checkpoint file by name only (not verified).
+struct CheckpointFile {
+  std::string path;
+  int64_t revision = 0;
+};
+
+// The .ckpt files in `dir`, oldest first.
+absl::StatusOr<std::vector<CheckpointFile>> ListCheckpoints(FileSystem* fs, const std::string& dir);
+
+// Deletes all but the newest `keep` (>= 1) .ckpt files, and .corrupt files older than the oldest kept one;
+// fsyncs the directory. Returns the deleted paths. Never touches .tmp files (a writer may be running).
+// To keep recovery able to fall back, remove WAL segments only up to the oldest kept checkpoint's revision.
+absl::StatusOr<std::vector<std::string>> RemoveOldCheckpoints(FileSystem* fs, const std::string& dir,
+                                                              int keep = 2);
+
+// "checkpoint-<16 hex digits>.ckpt".
+std::string CheckpointFileName(int64_t revision);
+
+}  // namespace revkv::server
+
+#endif  // REVKV_SERVER_CHECKPOINT_CHECKPOINT_H_

@@ -1,0 +1,65 @@
+// The checkpoint file format (internal to server/checkpoint; checkpoint.h shows the layout): encoding
+// and decoding of the header, entries and footer, and the file names.
+#ifndef REVKV_SERVER_CHECKPOINT_CHECKPOINT_FORMAT_H_
+#define REVKV_SERVER_CHECKPOINT_CHECKPOINT_FORMAT_H_
+
+#include <bit>
+#include <cstddef>
+#include <cstdint>
+#include <optional>
+#include <string>
+#include <string_view>
+
+#include "absl/status/statusor.h"
+#include "server/checkpoint/checkpoint.h"
+
+namespace revkv::server::checkpoint_format {
+
+static_assert(std::endian::native == std::endian::little, "revkv's file formats assume a little-endian host");
+
+inline constexpr size_t kHeaderBytes = 40;
+inline constexpr size_t kEntryFixedBytes = 40;  // two lengths and four i64 before the key and value
+inline constexpr size_t kFooterBytes = 16;
+inline constexpr std::string_view kMagic = "revkvCKP";
+inline constexpr std::string_view kFooterMagic = "revkvEND";
+inline constexpr uint32_t kFormatVersion = 1;
+
+struct Header {
+  int64_t revision = 0;
+  int64_t compact_revision = 0;
+  uint64_t entry_count = 0;
+};
+
+std::string EncodeHeader(const Header& header);
+// DataLoss for a damaged header, FailedPrecondition for another format version.
+absl::StatusOr<Header> DecodeHeader(std::string_view bytes);
+
+// The fixed part of an entry, as stored before its key and value.
+struct EntryFixed {
+  uint32_t key_bytes = 0;
+  uint32_t value_bytes = 0;
+  int64_t create_revision = 0;
+  int64_t mod_revision = 0;
+  int64_t version = 0;
+  int64_t lease = 0;
+};
+
+// Appends the encoded entry (fixed part, key, value) to `out`. The lengths must fit in 32 bits.
+void AppendEntry(const CheckpointEntry& entry, std::string* out);
+EntryFixed DecodeEntryFixed(const char* bytes);
+
+std::string EncodeFooter(uint32_t crc);
+// The CRC stored in a footer; DataLoss if the footer is damaged.
+absl::StatusOr<uint32_t> DecodeFooter(std::string_view bytes);
+
+// File names: checkpoint-<16 hex>.ckpt (complete), .tmp (being written), .corrupt (failed verification).
+inline constexpr std::string_view kCompleteSuffix = ".ckpt";
+inline constexpr std::string_view kTemporarySuffix = ".tmp";
+inline constexpr std::string_view kCorruptSuffix = ".corrupt";
+std::string FileName(int64_t revision, std::string_view suffix);
+// The revision in `name` if it is checkpoint-<16 hex><suffix>.
+std::optional<int64_t> ParseFileName(std::string_view name, std::string_view suffix);
+
+}  // namespace revkv::server::checkpoint_format
+
+#endif  // REVKV_SERVER_CHECKPOINT_CHECKPOINT_FORMAT_H_
