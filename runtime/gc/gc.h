@@ -115,8 +115,10 @@ void CollectMinor();
 // leaves the nursery; a reference to a local copy that was never written (kWritten clear, h_revision
 // pointing to its original) is replaced by that original. Afterwards the nursery is empty.
 // Thread-local: no stop-the-world, no stack scan, no safepoint, never fails (an object that cannot be
-// copied is promoted in place). Returns the bytes made global.
-size_t LocalCollect(std::span<Object*> roots);
+// copied is promoted in place). If `new_versioned` is not null, the new (after-collection) address of
+// every surviving versioned object the transaction created (h_revision 1, not a copy) is appended to
+// it, so the commit can stamp its commit time. Returns the bytes made global.
+size_t LocalCollect(std::span<Object*> roots, std::vector<Object*>* new_versioned = nullptr);
 
 // Discards the calling thread's nursery without tracing anything (an aborted or read-only
 // transaction): every object in it is garbage. No safepoint.

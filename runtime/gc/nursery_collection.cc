@@ -32,7 +32,8 @@ constexpr uint16_t kMadeGlobalClears = kWritten | kPossiblyOutdated;
 
 class NurseryCollector final : public Relocator {
  public:
-  NurseryCollector(ThreadContext* self, CollectionKind kind) : self_(self), kind_(kind) {
+  NurseryCollector(ThreadContext* self, CollectionKind kind, std::vector<Object*>* new_versioned = nullptr)
+      : self_(self), kind_(kind), new_versioned_(new_versioned) {
     sorted_nursery_ = self->heap.nursery_chunks();
     std::sort(sorted_nursery_.begin(), sorted_nursery_.end());
   }
@@ -127,16 +128,23 @@ class NurseryCollector final : public Relocator {
       if (IsRevisionPointer(original)) return reinterpret_cast<Object*>(original);  // never written
     }
     const uint16_t global_flags = static_cast<uint16_t>((f | kGlobal) & ~kMadeGlobalClears);
+    Object* survivor;
     if (InMyNursery(o)) {
       if (f & kPinned) return o;
-      return Copy(o, global_flags);
+      survivor = Copy(o, global_flags);
+    } else {
+      // A local object outside the nursery (promoted by a minor collection, or large): it becomes
+      // global where it is; the flag doubles as this collection's mark.
+      o->SetFlagsExclusive(global_flags);
+      queue_.PushInPlace(o);
+      bytes_promoted += o->size();
+      survivor = o;
     }
-    // A local object outside the nursery (promoted by a minor collection, or large): it becomes global
-    // where it is; the flag doubles as this collection's mark.
-    o->SetFlagsExclusive(global_flags);
-    queue_.PushInPlace(o);
-    bytes_promoted += o->size();
-    return o;
+    if (new_versioned_ != nullptr && survivor->h_revision.load(std::memory_order_relaxed) == 1 &&
+        LayoutOf(survivor->type()).versioned) {
+      new_versioned_->push_back(survivor);
+    }
+    return survivor;
   }
 
   void Scan(Object* o) {
@@ -213,6 +221,7 @@ class NurseryCollector final : public Relocator {
 
   ThreadContext* self_;
   CollectionKind kind_;
+  std::vector<Object*>* new_versioned_;
   std::vector<char*> sorted_nursery_;
   ScanQueue queue_;
   std::vector<char*> in_place_chunks_;
@@ -246,11 +255,11 @@ void RunMinorCollection(ThreadContext* self, const char* reason) {
   RecordCollection(r);
 }
 
-size_t LocalCollect(std::span<Object*> roots) {
+size_t LocalCollect(std::span<Object*> roots, std::vector<Object*>* new_versioned) {
   ThreadContext* self = CurrentThread();
   const uint64_t start = port::NowNanos();
   self->in_collection = true;
-  NurseryCollector collector(self, CollectionKind::kLocal);
+  NurseryCollector collector(self, CollectionKind::kLocal, new_versioned);
   collector.RunLocal(roots);
   self->in_collection = false;
   const size_t promoted = collector.bytes_copied + collector.bytes_promoted;

@@ -110,8 +110,8 @@ static_assert(sizeof(Object) == 16);
 // readers use it to pick the newest revision at or before their time.
 class VersionedObject : public Object {
  public:
-  // Commit time of this revision: written once, before the revision is published; 1 for an object
-  // created by a transaction (it is reachable only through revisions at least as new as its creator).
+  // Commit time of this revision: written once by the commit that creates it (a new revision of an
+  // object, or an object the transaction created), before the revision is published.
   std::atomic<uint64_t> h_commit_time;
 };
 

@@ -179,6 +179,8 @@ Object* Tx::ReadBarrier(Object* p, Object* container, std::atomic<Object*>* slot
   if (p == nullptr) return p;
   const uint16_t flags = p->flags();
   if (!(flags & kGlobal)) return p;  // local: fast path
+  // Immutable (non-versioned) objects never get a newer revision: nothing to validate or record.
+  if (!LayoutOf(p->type()).versioned) return p;
   TxDescriptor* d = d_;
   if (d->doomed) [[unlikely]] AbortTransaction(d, AbortCause::kDoomedByGc);
   Object* r = p;
@@ -252,6 +254,7 @@ void Tx::SetCommitAction(std::function<void(uint64_t)> action) { d_->commit_acti
 void Tx::BecomeInevitable() { stm::BecomeInevitable(d_); }
 bool Tx::inevitable() const { return d_->is_inevitable; }
 uint64_t Tx::start_time() const { return d_->start_time; }
+void Tx::Poll() { revkv::runtime::Poll(); }
 void Tx::Retry() { AbortTransaction(d_, AbortCause::kExplicit); }
 void Tx::Fail(absl::Status status) { throw TxFailSignal{std::move(status)}; }
 

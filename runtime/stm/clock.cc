@@ -82,6 +82,7 @@ void TxDescriptor::ClearTransactionState() {
   list_of_read_objects.clear();
   if (!global_to_local.empty()) global_to_local.clear();
   gcroots.clear();
+  new_versioned.clear();
   publish_at_commit.clear();
   commit_action = nullptr;
   doomed = false;

@@ -111,11 +111,16 @@ bool ValidateWriteSet(TxDescriptor* d) {
   return true;
 }
 
-// seed 000 UpdateChainHeads: each new revision gets the odd time cur_time + 1, then becomes the head
+// seed 000 UpdateChainHeads: each new revision (and each versioned object the transaction created)
+// gets the odd time cur_time + 1, then becomes the head
 // (R->h_revision = L, a release store: L's body, header and commit time are visible to whoever follows
 // the pointer with an acquire load). Also releases the locks.
 void UpdateChainHeads(TxDescriptor* d, uint64_t cur_time) {
   const uint64_t new_revision = cur_time + 1;
+  // Objects the transaction created: not reachable before the release stores below.
+  for (Object* o : d->new_versioned) {
+    static_cast<VersionedObject*>(o)->h_commit_time.store(new_revision, std::memory_order_relaxed);
+  }
   for (GcRoot& g : d->gcroots) {
     static_cast<VersionedObject*>(g.l)->h_commit_time.store(new_revision, std::memory_order_relaxed);
     g.l->h_revision.store(new_revision, std::memory_order_release);
@@ -272,7 +277,7 @@ void CommitTransaction(TxDescriptor* d) {
   roots.reserve(writes + d->publish_at_commit.size());
   for (const GcRoot& g : d->gcroots) roots.push_back(g.l);
   for (const auto& [root, object] : d->publish_at_commit) roots.push_back(object);
-  LocalCollect(std::span<Object*>(roots));
+  LocalCollect(std::span<Object*>(roots), &d->new_versioned);
   for (size_t i = 0; i < writes; ++i) d->gcroots[i].l = roots[i];
   for (size_t i = 0; i < d->publish_at_commit.size(); ++i) d->publish_at_commit[i].second = roots[writes + i];
   // global_to_local now names objects of the reset nursery; from here on the commit uses gcroots.

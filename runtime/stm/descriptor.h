@@ -86,6 +86,7 @@ struct TxDescriptor {
   RecentRead recent_reads_cache[kRecentReadsSlots] = {};
   const uintptr_t my_lock;              // kLocked + 2 * thread index: odd, >= kLocked
   std::vector<GcRoot> gcroots;
+  std::vector<Object*> new_versioned;   // objects the committing transaction created (LocalCollect)
 
   // ----- revkv additions -----
   TxMode mode = TxMode::kNone;

@@ -54,6 +54,7 @@ class StmCollectorClient final : public CollectorClient {
       g.l = relocator.Relocate(g.l);
     }
     for (auto& [root, object] : d->publish_at_commit) object = relocator.Relocate(object);
+    for (Object*& o : d->new_versioned) o = relocator.Relocate(o);
   }
 
   uint64_t RevisionsSuperseded() override { return stm::RevisionsSuperseded().load(std::memory_order_relaxed); }

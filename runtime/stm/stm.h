@@ -108,6 +108,12 @@ class ReadPtr {
   }
   // True if both name the same object (the same revision or local copy).
   bool Is(const Ref<T>& other) const { return p_ == other.unsafe_raw(); }
+  // The same read-ready object as a derived type U (the caller knows the dynamic type).
+  template <class U>
+  ReadPtr<U> StaticCast() const {
+    static_assert(std::is_base_of_v<T, U>);
+    return ReadPtr<U>(static_cast<U*>(p_));
+  }
 
  private:
   friend class Tx;
@@ -234,6 +240,9 @@ class Tx {
 
   // The start time: every read is consistent with the global state at this time.
   uint64_t start_time() const;
+  // Lets a collection run if one is waiting (long loops call it every few thousand reads). The
+  // transaction's state survives a collection.
+  void Poll();
 
  private:
   friend struct TxDescriptor;

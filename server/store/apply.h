@@ -1,0 +1,322 @@
+// Applying KV requests inside one transaction, with etcd 3.4's semantics (etcdserver/apply.go and
+// mvcc/kvstore_txn.go): Range with its limit, count, filters and sorting; Put with prev_kv,
+// ignore_value and ignore_lease; DeleteRange with prev_kv; Txn with compares evaluated first (all
+// of them, nested ones included, on the state before the Txn) and then the operations of the taken
+// branches in order.
+//
+// Revisions the transaction cannot know yet are written into responses as markers and replaced
+// after the commit (PatchRevisions): kPendingRevision for "the revision this write transaction will
+// commit", kCurrentRevision for "the revision this transaction read".
+#pragma once
+
+#include <algorithm>
+#include <cstdint>
+#include <limits>
+#include <string>
+#include <type_traits>
+#include <vector>
+
+#include "absl/status/status.h"
+#include "etcdserverpb/rpc.pb.h"
+#include "server/store/errors.h"
+#include "server/store/tree.h"
+
+namespace revkv::server::store {
+
+inline constexpr int64_t kPendingRevision = std::numeric_limits<int64_t>::max();
+inline constexpr int64_t kCurrentRevision = std::numeric_limits<int64_t>::max() - 1;
+
+// A key-value copied out of the heap (no heap pointers: it may outlive the transaction).
+struct KvRecord {
+  std::string key;
+  std::string value;
+  int64_t create_revision;
+  int64_t mod_revision;
+  int64_t version;
+  int64_t lease;
+};
+
+// Maps runtime commit times to store revisions: revision 1 is the state at `time_base`.
+struct RevisionClock {
+  uint64_t time_base;
+  int64_t RevisionOfCommitTime(uint64_t commit_time) const {
+    return static_cast<int64_t>((commit_time + 1 - time_base) / 2) + 1;
+  }
+  uint64_t TimeOf(int64_t revision) const { return time_base + 2 * static_cast<uint64_t>(revision - 1); }
+};
+
+// Parses etcd's (key, range_end) pair: empty end = the key alone; "\0" = every key from `key` on.
+inline KeyRange MakeRange(const std::string& key, const std::string& range_end) {
+  KeyRange r;
+  r.begin = key;
+  if (range_end.empty()) {
+    r.single = true;
+  } else if (range_end != std::string(1, '\0')) {
+    r.end = range_end;
+  }
+  return r;
+}
+
+void ToProto(const KvRecord& r, bool keys_only, mvccpb::KeyValue* kv);
+
+template <class TxT>
+class Applier {
+ public:
+  Applier(TxT& tx, Ref<StoreRoot> root, RevisionClock clock) : tx_(tx), root_(root), clock_(clock) {}
+
+  bool changed() const { return changed_; }
+  int64_t key_delta() const { return key_delta_; }
+
+  // The entry as a record; revisions of an entry written by this transaction are pending.
+  KvRecord Record(const ReadPtr<Entry>& e, bool with_value = true) {
+    const Entry* p = e.get();
+    KvRecord r;
+    r.key = std::string(KeyAt(tx_, p->key));
+    if (with_value) r.value = std::string(KeyAt(tx_, p->value));
+    const bool uncommitted = !p->HasFlag(runtime::kGlobal) && p->HasFlag(runtime::kWritten);
+    if (p->mod_revision != 0) {
+      r.mod_revision = p->mod_revision;
+    } else if (uncommitted) {
+      r.mod_revision = kPendingRevision;
+    } else {
+      r.mod_revision = clock_.RevisionOfCommitTime(p->h_commit_time.load(std::memory_order_relaxed));
+    }
+    r.create_revision = p->create_revision != 0 ? p->create_revision : r.mod_revision;
+    r.version = p->version;
+    r.lease = p->lease;
+    return r;
+  }
+
+  // Range at this transaction's state; `header_revision` is what the response header says.
+  void Range(const etcdserverpb::RangeRequest& r, int64_t header_revision, etcdserverpb::RangeResponse* out) {
+    const bool filtered = r.min_mod_revision() != 0 || r.max_mod_revision() != 0 || r.min_create_revision() != 0 ||
+                          r.max_create_revision() != 0;
+    const bool sorted = r.sort_order() != etcdserverpb::RangeRequest::NONE;
+    int64_t fetch_limit = (sorted || filtered) ? 0 : r.limit();
+    if (fetch_limit > 0) ++fetch_limit;  // one extra for `more`
+    int64_t count = 0;
+    std::vector<KvRecord> kvs;
+    ForEachInRange(tx_, root_, MakeRange(r.key(), r.range_end()), [&](const ReadPtr<Entry>& e) {
+      ++count;
+      if (!r.count_only() && (fetch_limit == 0 || static_cast<int64_t>(kvs.size()) < fetch_limit)) {
+        kvs.push_back(Record(e, !r.keys_only()));
+      }
+      return true;
+    });
+    auto prune = [&](auto drop) { kvs.erase(std::remove_if(kvs.begin(), kvs.end(), drop), kvs.end()); };
+    if (r.max_mod_revision() != 0) prune([&](const KvRecord& k) { return k.mod_revision > r.max_mod_revision(); });
+    if (r.min_mod_revision() != 0) prune([&](const KvRecord& k) { return k.mod_revision < r.min_mod_revision(); });
+    if (r.max_create_revision() != 0) {
+      prune([&](const KvRecord& k) { return k.create_revision > r.max_create_revision(); });
+    }
+    if (r.min_create_revision() != 0) {
+      prune([&](const KvRecord& k) { return k.create_revision < r.min_create_revision(); });
+    }
+    Sort(r, &kvs);
+    if (r.limit() > 0 && static_cast<int64_t>(kvs.size()) > r.limit()) {
+      kvs.resize(static_cast<size_t>(r.limit()));
+      out->set_more(true);
+    }
+    out->mutable_header()->set_revision(header_revision);
+    out->set_count(count);
+    for (const KvRecord& k : kvs) ToProto(k, r.keys_only(), out->add_kvs());
+  }
+
+  // The revision a response made now reflects: pending once this transaction changed something.
+  int64_t NowRevision() const { return changed_ ? kPendingRevision : kCurrentRevision; }
+
+  // ----- writes: read-write transactions only -----
+
+  absl::Status Put(const etcdserverpb::PutRequest& p, etcdserverpb::PutResponse* out) {
+    static_assert(std::is_same_v<TxT, runtime::stm::Tx>);
+    if (p.lease() != 0 && !p.ignore_lease()) return errors::LeaseNotFound();  // revkv grants no leases
+    ReadPtr<Entry> old = Find(tx_, root_, p.key());
+    if ((p.ignore_value() || p.ignore_lease()) && !old) return errors::KeyNotFound();
+    if (old) {
+      const KvRecord o = Record(old);
+      if (p.prev_kv()) ToProto(o, false, out->mutable_prev_kv());
+      WritePtr<Entry> w = tx_.Write(old);
+      if (!p.ignore_value()) w.Set(&Entry::value, tx_.NewBytes(p.value()));
+      w->create_revision = o.create_revision == kPendingRevision ? 0 : o.create_revision;
+      w->mod_revision = 0;
+      w->version = o.version + 1;
+      w->lease = p.ignore_lease() ? o.lease : p.lease();
+    } else {
+      WritePtr<Entry> e = tx_.template New<Entry>();
+      Ref<Bytes> key = tx_.NewBytes(p.key());
+      e.Set(&Entry::key, key);
+      e.Set(&Entry::value, tx_.NewBytes(p.value()));
+      e->version = 1;
+      e->lease = p.lease();
+      Insert(tx_, root_, p.key(), key, Ref<Entry>(e));
+      ++key_delta_;
+    }
+    changed_ = true;
+    out->mutable_header()->set_revision(kPendingRevision);
+    return absl::OkStatus();
+  }
+
+  void DeleteRange(const etcdserverpb::DeleteRangeRequest& d, etcdserverpb::DeleteRangeResponse* out) {
+    static_assert(std::is_same_v<TxT, runtime::stm::Tx>);
+    std::vector<KvRecord> doomed;
+    ForEachInRange(tx_, root_, MakeRange(d.key(), d.range_end()), [&](const ReadPtr<Entry>& e) {
+      doomed.push_back(Record(e, d.prev_kv()));
+      return true;
+    });
+    for (const KvRecord& k : doomed) {
+      Erase(tx_, root_, k.key);
+      --key_delta_;
+      if (d.prev_kv()) ToProto(k, false, out->add_prev_kvs());
+    }
+    out->set_deleted(static_cast<int64_t>(doomed.size()));
+    if (!doomed.empty()) changed_ = true;
+    out->mutable_header()->set_revision(NowRevision());
+  }
+
+  // ----- Txn -----
+
+  // The branch taken at every level, in etcd's order (compareToPath), on the current state.
+  void ComparePath(const etcdserverpb::TxnRequest& t, std::vector<bool>* path) {
+    const bool ok = std::all_of(t.compare().begin(), t.compare().end(), [&](const auto& c) { return Compare(c); });
+    path->push_back(ok);
+    for (const auto& op : ok ? t.success() : t.failure()) {
+      if (op.request_case() == etcdserverpb::RequestOp::kRequestTxn) ComparePath(op.request_txn(), path);
+    }
+  }
+
+  // Applies the ops along `path` from position *at. Returns an error for a failed Put check.
+  absl::Status Txn(const etcdserverpb::TxnRequest& t, const std::vector<bool>& path, size_t* at,
+                   etcdserverpb::TxnResponse* out) {
+    const bool ok = path[(*at)++];
+    out->set_succeeded(ok);
+    out->mutable_header();
+    for (const auto& op : ok ? t.success() : t.failure()) {
+      etcdserverpb::ResponseOp* r = out->add_responses();
+      switch (op.request_case()) {
+        case etcdserverpb::RequestOp::kRequestRange:
+          if (op.request_range().revision() != 0) {
+            return absl::InvalidArgumentError("revkv: a Range inside a Txn cannot read a past revision");
+          }
+          Range(op.request_range(), NowRevision(), r->mutable_response_range());
+          break;
+        case etcdserverpb::RequestOp::kRequestPut:
+          if constexpr (std::is_same_v<TxT, runtime::stm::Tx>) {
+            if (absl::Status s = Put(op.request_put(), r->mutable_response_put()); !s.ok()) return s;
+          }
+          break;
+        case etcdserverpb::RequestOp::kRequestDeleteRange:
+          if constexpr (std::is_same_v<TxT, runtime::stm::Tx>) {
+            DeleteRange(op.request_delete_range(), r->mutable_response_delete_range());
+          }
+          break;
+        case etcdserverpb::RequestOp::kRequestTxn:
+          if (absl::Status s = Txn(op.request_txn(), path, at, r->mutable_response_txn()); !s.ok()) return s;
+          break;
+        default:
+          break;
+      }
+    }
+    return absl::OkStatus();
+  }
+
+ private:
+  bool Compare(const etcdserverpb::Compare& c) {
+    bool any = false;
+    bool all = true;
+    ForEachInRange(tx_, root_, MakeRange(c.key(), c.range_end()), [&](const ReadPtr<Entry>& e) {
+      any = true;
+      if (!CompareKv(c, Record(e, c.target() == etcdserverpb::Compare::VALUE))) {
+        all = false;
+        return false;
+      }
+      return true;
+    });
+    if (!any) {
+      if (c.target() == etcdserverpb::Compare::VALUE) return false;  // no value to compare with
+      return CompareKv(c, KvRecord{"", "", 0, 0, 0, 0});
+    }
+    return all;
+  }
+
+  static bool CompareKv(const etcdserverpb::Compare& c, const KvRecord& kv) {
+    int result = 0;
+    auto cmp = [](int64_t a, int64_t b) { return a < b ? -1 : (a > b ? 1 : 0); };
+    switch (c.target()) {
+      case etcdserverpb::Compare::VALUE: {
+        const std::string& v = c.target_union_case() == etcdserverpb::Compare::kValue ? c.value() : std::string();
+        const int r = kv.value.compare(v);
+        result = r < 0 ? -1 : (r > 0 ? 1 : 0);
+        break;
+      }
+      case etcdserverpb::Compare::CREATE:
+        result = cmp(kv.create_revision,
+                     c.target_union_case() == etcdserverpb::Compare::kCreateRevision ? c.create_revision() : 0);
+        break;
+      case etcdserverpb::Compare::MOD:
+        result = cmp(kv.mod_revision, c.target_union_case() == etcdserverpb::Compare::kModRevision ? c.mod_revision() : 0);
+        break;
+      case etcdserverpb::Compare::VERSION:
+        result = cmp(kv.version, c.target_union_case() == etcdserverpb::Compare::kVersion ? c.version() : 0);
+        break;
+      case etcdserverpb::Compare::LEASE:
+        result = cmp(kv.lease, c.target_union_case() == etcdserverpb::Compare::kLease ? c.lease() : 0);
+        break;
+      default:
+        break;
+    }
+    switch (c.result()) {
+      case etcdserverpb::Compare::EQUAL:
+        return result == 0;
+      case etcdserverpb::Compare::NOT_EQUAL:
+        return result != 0;
+      case etcdserverpb::Compare::GREATER:
+        return result > 0;
+      case etcdserverpb::Compare::LESS:
+        return result < 0;
+      default:
+        return true;
+    }
+  }
+
+  // etcd sorts with Go's unstable sort; we sort stably, so equal targets stay in key order.
+  static void Sort(const etcdserverpb::RangeRequest& r, std::vector<KvRecord>* kvs) {
+    auto order = r.sort_order();
+    if (r.sort_target() != etcdserverpb::RangeRequest::KEY && order == etcdserverpb::RangeRequest::NONE) {
+      order = etcdserverpb::RangeRequest::ASCEND;
+    }
+    if (order == etcdserverpb::RangeRequest::NONE) return;
+    auto less = [&](const KvRecord& a, const KvRecord& b) {
+      switch (r.sort_target()) {
+        case etcdserverpb::RangeRequest::VERSION:
+          return a.version < b.version;
+        case etcdserverpb::RangeRequest::CREATE:
+          return a.create_revision < b.create_revision;
+        case etcdserverpb::RangeRequest::MOD:
+          return a.mod_revision < b.mod_revision;
+        case etcdserverpb::RangeRequest::VALUE:
+          return a.value < b.value;
+        default:
+          return a.key < b.key;
+      }
+    };
+    if (order == etcdserverpb::RangeRequest::DESCEND) {
+      std::stable_sort(kvs->begin(), kvs->end(), [&](const KvRecord& a, const KvRecord& b) { return less(b, a); });
+    } else {
+      std::stable_sort(kvs->begin(), kvs->end(), less);
+    }
+  }
+
+  TxT& tx_;
+  Ref<StoreRoot> root_;
+  RevisionClock clock_;
+  bool changed_ = false;
+  int64_t key_delta_ = 0;
+};
+
+// Replace the revision markers in a response (and its nested responses) once the revisions are known.
+void PatchRevisions(etcdserverpb::RangeResponse* r, int64_t pending, int64_t current);
+void PatchRevisions(etcdserverpb::PutResponse* r, int64_t pending, int64_t current);
+void PatchRevisions(etcdserverpb::DeleteRangeResponse* r, int64_t pending, int64_t current);
+void PatchRevisions(etcdserverpb::TxnResponse* r, int64_t pending, int64_t current);
+
+}  // namespace revkv::server::store

@@ -1,0 +1,379 @@
+// The store: requests as transactions, revisions, retention, logging, recovery (store.h).
+#include "server/store/store.h"
+
+#include <cstdio>
+#include <cstdlib>
+#include <optional>
+
+#include "absl/strings/str_cat.h"
+#include "runtime/safepoint/safepoint.h"
+#include "runtime/stm/stm.h"
+#include "server/store/apply.h"
+#include "server/store/errors.h"
+#include "server/store/request_checks.h"
+#include "server/store/tree.h"
+
+namespace revkv::server {
+
+using runtime::stm::SnapshotTx;
+using runtime::stm::Tx;
+using runtime::Bytes;
+using runtime::stm::ReadPtr;
+using runtime::stm::Ref;
+using runtime::stm::WritePtr;
+using store::Applier;
+using store::RevisionClock;
+
+namespace {
+
+// Log record payloads: one kind byte, then the request's protobuf encoding.
+constexpr char kRecordPut = 'P';
+constexpr char kRecordDeleteRange = 'D';
+constexpr char kRecordTxn = 'T';
+
+std::atomic<bool> g_store_exists{false};
+
+absl::Status Apply(Applier<Tx>& a, const etcdserverpb::PutRequest& r, etcdserverpb::PutResponse* out) {
+  return a.Put(r, out);
+}
+absl::Status Apply(Applier<Tx>& a, const etcdserverpb::DeleteRangeRequest& r, etcdserverpb::DeleteRangeResponse* out) {
+  a.DeleteRange(r, out);
+  return absl::OkStatus();
+}
+absl::Status Apply(Applier<Tx>& a, const etcdserverpb::TxnRequest& r, etcdserverpb::TxnResponse* out) {
+  std::vector<bool> path;
+  a.ComparePath(r, &path);
+  size_t at = 0;
+  absl::Status s = a.Txn(r, path, &at, out);
+  out->mutable_header()->set_revision(a.NowRevision());
+  return s;
+}
+
+}  // namespace
+
+// ----- responses ----------------------------------------------------------------------------------------
+
+namespace store {
+
+void ToProto(const KvRecord& r, bool keys_only, mvccpb::KeyValue* kv) {
+  kv->set_key(r.key);
+  if (!keys_only) kv->set_value(r.value);
+  kv->set_create_revision(r.create_revision);
+  kv->set_mod_revision(r.mod_revision);
+  kv->set_version(r.version);
+  kv->set_lease(r.lease);
+}
+
+namespace {
+int64_t Patched(int64_t v, int64_t pending, int64_t current) {
+  if (v == kPendingRevision) return pending;
+  if (v == kCurrentRevision) return current;
+  return v;
+}
+void PatchHeader(etcdserverpb::ResponseHeader* h, int64_t pending, int64_t current) {
+  h->set_revision(Patched(h->revision(), pending, current));
+}
+void PatchKv(mvccpb::KeyValue* kv, int64_t pending, int64_t current) {
+  kv->set_mod_revision(Patched(kv->mod_revision(), pending, current));
+  kv->set_create_revision(Patched(kv->create_revision(), pending, current));
+}
+}  // namespace
+
+void PatchRevisions(etcdserverpb::RangeResponse* r, int64_t pending, int64_t current) {
+  PatchHeader(r->mutable_header(), pending, current);
+  for (auto& kv : *r->mutable_kvs()) PatchKv(&kv, pending, current);
+}
+void PatchRevisions(etcdserverpb::PutResponse* r, int64_t pending, int64_t current) {
+  PatchHeader(r->mutable_header(), pending, current);
+  if (r->has_prev_kv()) PatchKv(r->mutable_prev_kv(), pending, current);
+}
+void PatchRevisions(etcdserverpb::DeleteRangeResponse* r, int64_t pending, int64_t current) {
+  PatchHeader(r->mutable_header(), pending, current);
+  for (auto& kv : *r->mutable_prev_kvs()) PatchKv(&kv, pending, current);
+}
+void PatchRevisions(etcdserverpb::TxnResponse* r, int64_t pending, int64_t current) {
+  PatchHeader(r->mutable_header(), pending, current);
+  for (auto& op : *r->mutable_responses()) {
+    switch (op.response_case()) {
+      case etcdserverpb::ResponseOp::kResponseRange:
+        PatchRevisions(op.mutable_response_range(), pending, current);
+        break;
+      case etcdserverpb::ResponseOp::kResponsePut:
+        PatchRevisions(op.mutable_response_put(), pending, current);
+        break;
+      case etcdserverpb::ResponseOp::kResponseDeleteRange:
+        PatchRevisions(op.mutable_response_delete_range(), pending, current);
+        break;
+      case etcdserverpb::ResponseOp::kResponseTxn:
+        PatchRevisions(op.mutable_response_txn(), pending, current);
+        break;
+      default:
+        break;
+    }
+  }
+}
+
+}  // namespace store
+
+// ----- the store -----------------------------------------------------------------------------------------
+
+Store::Store(const StoreOptions& options, Wal* wal) : options_(options), wal_(wal) {}
+
+// The store's root object; call inside a transaction body (the handle then lives on its stack).
+Ref<store::StoreRoot> Store::RootRef() const {
+  return Ref<store::StoreRoot>::FromRaw(static_cast<store::StoreRoot*>(root_.Load()));
+}
+
+Store::~Store() { g_store_exists.store(false); }
+
+absl::StatusOr<std::unique_ptr<Store>> Store::Create(const StoreOptions& options, Wal* wal) {
+  if (g_store_exists.exchange(true)) {
+    return absl::FailedPreconditionError("a store already exists in this process");
+  }
+  std::unique_ptr<Store> s(new Store(options, wal));
+  absl::Status created = runtime::stm::Atomically([&](Tx& tx) {
+    auto root = store::NewTree(tx);
+    tx.PublishAtCommit(s->root_, Ref<store::StoreRoot>(root));
+  });
+  if (!created.ok()) return created;
+  s->time_base_ = runtime::stm::LastCommittedTime();
+  s->UpdateRetention();
+  return s;
+}
+
+uint64_t Store::TimeOf(int64_t revision) const { return RevisionClock{time_base_}.TimeOf(revision); }
+
+int64_t Store::RevisionOfCommitTime(uint64_t commit_time) const {
+  return RevisionClock{time_base_}.RevisionOfCommitTime(commit_time);
+}
+
+int64_t Store::Revision() const {
+  return static_cast<int64_t>((runtime::stm::LastCommittedTime() - time_base_) / 2) + 1;
+}
+
+void Store::UpdateRetention() {
+  const int64_t current = Revision();
+  int64_t keep_from = compact_revision_.load(std::memory_order_acquire);
+  if (options_.history_revisions > 0) keep_from = std::max(keep_from, current - options_.history_revisions + 1);
+  runtime::stm::SetRetainedTime(TimeOf(std::max<int64_t>(1, keep_from)));
+}
+
+absl::StatusOr<etcdserverpb::RangeResponse> Store::Range(const etcdserverpb::RangeRequest& request) {
+  if (absl::Status s = store::CheckRangeRequest(request); !s.ok()) return s;
+  const int64_t current = Revision();
+  const int64_t rev = request.revision();
+  if (rev > current) return errors::FutureRevision();
+  if (rev > 0 && rev < CompactRevision()) return errors::Compacted();
+  etcdserverpb::RangeResponse out;
+  const RevisionClock clock{time_base_};
+  absl::Status s = runtime::stm::ReadOnlyAt(rev > 0 ? TimeOf(rev) : 0, [&](SnapshotTx& tx) {
+    out.Clear();
+    const int64_t header = rev > 0 ? current : static_cast<int64_t>((tx.snapshot_time() - time_base_) / 2) + 1;
+    Applier<SnapshotTx> a(tx, RootRef(), clock);
+    a.Range(request, header, &out);
+  });
+  if (absl::IsFailedPrecondition(s)) return errors::Compacted();
+  if (absl::IsOutOfRange(s)) return errors::FutureRevision();
+  if (!s.ok()) return s;
+  return out;
+}
+
+template <class Request, class Response>
+absl::StatusOr<WriteResult<Response>> Store::Write(const Request& request, char kind, int64_t replay_revision) {
+  const bool replaying = replay_revision != 0;
+  std::string payload;
+  std::optional<WalReservation> reservation;
+  if (wal_ != nullptr && !replaying) {
+    payload.reserve(request.ByteSizeLong() + 1);
+    payload.push_back(kind);
+    request.AppendToString(&payload);
+    absl::StatusOr<WalReservation> r = wal_->Reserve(payload);
+    if (!r.ok()) return r.status();
+    reservation.emplace(std::move(*r));
+  }
+  const RevisionClock clock{time_base_};
+  Response response;
+  bool changed = false;
+  int64_t delta = 0;
+  WalLsn lsn = 0;
+  int64_t committed_revision = 0;
+  absl::Status s = runtime::stm::Atomically([&](Tx& tx) {
+    response.Clear();
+    Applier<Tx> a(tx, RootRef(), clock);
+    if (absl::Status st = Apply(a, request, &response); !st.ok()) tx.Fail(st);
+    changed = a.changed();
+    delta = a.key_delta();
+    if (changed) {
+      // Inside the inevitable section: no allocation, no blocking system call.
+      tx.SetCommitAction([&](uint64_t commit_time) {
+        committed_revision = clock.RevisionOfCommitTime(commit_time);
+        if (reservation.has_value()) lsn = wal_->Append(*reservation, committed_revision, payload);
+        key_count_.fetch_add(delta, std::memory_order_relaxed);
+      });
+    }
+  });
+  if (!s.ok()) return s;
+  if (lsn != 0) wal_->Notify();
+  const uint64_t serialized_at = runtime::stm::ThisThreadLastCommitTime();
+  const int64_t read_revision = static_cast<int64_t>((serialized_at - time_base_) / 2) + 1;
+  if (replaying && committed_revision != replay_revision) {
+    return absl::DataLossError(absl::StrCat("replaying revision ", replay_revision, " produced revision ",
+                                            committed_revision));
+  }
+  WriteResult<Response> result;
+  result.revision = changed ? committed_revision : read_revision;
+  store::PatchRevisions(&response, committed_revision, read_revision);
+  result.response = std::move(response);
+  result.lsn = lsn;
+  if (changed) UpdateRetention();
+  return result;
+}
+
+absl::StatusOr<WriteResult<etcdserverpb::PutResponse>> Store::Put(const etcdserverpb::PutRequest& request) {
+  if (absl::Status s = store::CheckPutRequest(request); !s.ok()) return s;
+  if (request.ByteSizeLong() > options_.max_request_bytes) return errors::RequestTooLarge();
+  return Write<etcdserverpb::PutRequest, etcdserverpb::PutResponse>(request, kRecordPut, 0);
+}
+
+absl::StatusOr<WriteResult<etcdserverpb::DeleteRangeResponse>> Store::DeleteRange(
+    const etcdserverpb::DeleteRangeRequest& request) {
+  if (absl::Status s = store::CheckDeleteRequest(request); !s.ok()) return s;
+  return Write<etcdserverpb::DeleteRangeRequest, etcdserverpb::DeleteRangeResponse>(request, kRecordDeleteRange, 0);
+}
+
+absl::StatusOr<WriteResult<etcdserverpb::TxnResponse>> Store::Txn(const etcdserverpb::TxnRequest& request) {
+  if (absl::Status s = store::CheckTxnRequest(request, options_.max_txn_ops); !s.ok()) return s;
+  if (request.ByteSizeLong() > options_.max_request_bytes) return errors::RequestTooLarge();
+  if (!store::IsTxnReadOnly(request)) {
+    return Write<etcdserverpb::TxnRequest, etcdserverpb::TxnResponse>(request, kRecordTxn, 0);
+  }
+  // A Txn that cannot write is a snapshot read: it never aborts and never waits.
+  WriteResult<etcdserverpb::TxnResponse> result;
+  const RevisionClock clock{time_base_};
+  absl::Status failure;
+  absl::Status s = runtime::stm::ReadOnly([&](SnapshotTx& tx) {
+    result.response.Clear();
+    Applier<SnapshotTx> a(tx, RootRef(), clock);
+    std::vector<bool> path;
+    a.ComparePath(request, &path);
+    size_t at = 0;
+    failure = a.Txn(request, path, &at, &result.response);
+    result.revision = static_cast<int64_t>((tx.snapshot_time() - time_base_) / 2) + 1;
+  });
+  if (!s.ok()) return s;
+  if (!failure.ok()) return failure;
+  result.response.mutable_header()->set_revision(result.revision);
+  store::PatchRevisions(&result.response, result.revision, result.revision);
+  return result;
+}
+
+absl::StatusOr<etcdserverpb::CompactionResponse> Store::Compact(const etcdserverpb::CompactionRequest& request) {
+  const int64_t current = Revision();
+  const int64_t rev = request.revision();
+  if (rev > current) return errors::FutureRevision();
+  int64_t seen = compact_revision_.load(std::memory_order_acquire);
+  for (;;) {
+    if (rev <= seen) return errors::Compacted();
+    if (compact_revision_.compare_exchange_weak(seen, rev, std::memory_order_acq_rel)) break;
+  }
+  UpdateRetention();
+  etcdserverpb::CompactionResponse out;
+  out.mutable_header()->set_revision(current);
+  return out;
+}
+
+// ----- durability -----------------------------------------------------------------------------------------
+
+absl::Status Store::ForEachAt(int64_t revision, const std::function<void(const StoredKeyValue&)>& visit,
+                              int64_t* snapshot_revision) {
+  const int64_t current = Revision();
+  if (revision > current) return errors::FutureRevision();
+  if (revision > 0 && revision < CompactRevision()) return errors::Compacted();
+  const RevisionClock clock{time_base_};
+  absl::Status s = runtime::stm::ReadOnlyAt(revision > 0 ? TimeOf(revision) : 0, [&](SnapshotTx& tx) {
+    if (snapshot_revision != nullptr) *snapshot_revision = static_cast<int64_t>((tx.snapshot_time() - time_base_) / 2) + 1;
+    Applier<SnapshotTx> a(tx, RootRef(), clock);
+    store::ForEachInRange(tx, RootRef(),
+                          store::MakeRange(std::string(), std::string(1, '\0')), [&](const ReadPtr<store::Entry>& e) {
+                            const store::KvRecord r = a.Record(e);
+                            visit(StoredKeyValue{r.key, r.value, r.create_revision, r.mod_revision, r.version, r.lease});
+                            return true;
+                          });
+  });
+  if (absl::IsFailedPrecondition(s)) return errors::Compacted();
+  return s;
+}
+
+absl::Status Store::Load(const std::function<bool(StoredKeyValue*)>& next, int64_t revision, int64_t compact_revision) {
+  if (Revision() != 1 || key_count_.load() != 0) return absl::FailedPreconditionError("Load needs an empty store");
+  // Entries come in batches read outside the transaction, so a retried attempt inserts the same batch.
+  // A batch of 1024 entries needs at least 8 revisions of history (a Txn writes at most 128 keys),
+  // so the batches' own commits never take the clock past the time of `revision`.
+  constexpr size_t kBatch = 1024;
+  std::vector<StoredKeyValue> batch;
+  bool more = true;
+  while (more) {
+    batch.clear();
+    StoredKeyValue kv;
+    while (batch.size() < kBatch && (more = next(&kv))) batch.push_back(std::move(kv));
+    if (batch.empty()) break;
+    absl::Status s = runtime::stm::Atomically([&](Tx& tx) {
+      Ref<store::StoreRoot> root = RootRef();
+      for (const StoredKeyValue& item : batch) {
+        WritePtr<store::Entry> e = tx.New<store::Entry>();
+        Ref<Bytes> key = tx.NewBytes(item.key);
+        e.Set(&store::Entry::key, key);
+        e.Set(&store::Entry::value, tx.NewBytes(item.value));
+        e->create_revision = item.create_revision;
+        e->mod_revision = item.mod_revision;
+        e->version = item.version;
+        e->lease = item.lease;
+        store::Insert(tx, root, item.key, key, Ref<store::Entry>(e));
+      }
+    });
+    if (!s.ok()) return s;
+    key_count_.fetch_add(static_cast<int64_t>(batch.size()), std::memory_order_relaxed);
+  }
+  const uint64_t target = TimeOf(revision);
+  if (runtime::stm::LastCommittedTime() > target) {
+    return absl::DataLossError(absl::StrCat("checkpoint at revision ", revision, " holds more keys than it can"));
+  }
+  runtime::stm::AdvanceGlobalTime(target);
+  // The states between the batches are not revisions anyone wrote: nothing older than the checkpoint
+  // is readable.
+  compact_revision_.store(std::max(revision, compact_revision), std::memory_order_release);
+  UpdateRetention();
+  return absl::OkStatus();
+}
+
+absl::Status Store::Replay(int64_t revision, std::string_view payload) {
+  if (payload.empty()) return absl::DataLossError("empty log record");
+  const std::string_view body = payload.substr(1);
+  absl::Status s;
+  switch (payload[0]) {
+    case kRecordPut: {
+      etcdserverpb::PutRequest r;
+      if (!r.ParseFromArray(body.data(), static_cast<int>(body.size()))) return absl::DataLossError("bad put record");
+      s = Write<etcdserverpb::PutRequest, etcdserverpb::PutResponse>(r, kRecordPut, revision).status();
+      break;
+    }
+    case kRecordDeleteRange: {
+      etcdserverpb::DeleteRangeRequest r;
+      if (!r.ParseFromArray(body.data(), static_cast<int>(body.size()))) return absl::DataLossError("bad delete record");
+      s = Write<etcdserverpb::DeleteRangeRequest, etcdserverpb::DeleteRangeResponse>(r, kRecordDeleteRange, revision)
+              .status();
+      break;
+    }
+    case kRecordTxn: {
+      etcdserverpb::TxnRequest r;
+      if (!r.ParseFromArray(body.data(), static_cast<int>(body.size()))) return absl::DataLossError("bad txn record");
+      s = Write<etcdserverpb::TxnRequest, etcdserverpb::TxnResponse>(r, kRecordTxn, revision).status();
+      break;
+    }
+    default:
+      return absl::DataLossError("unknown log record kind");
+  }
+  return s;
+}
+
+}  // namespace revkv::server

@@ -1,0 +1,122 @@
+// revkv store — an etcd-semantics ordered key-value store on the STM heap (public header).
+//
+// The data is the runtime's global object graph: a B+-tree of heap objects (tree.h) under one
+// GlobalRoot. Every request runs as one STM transaction: reads (Range, and Txn without writes) as
+// snapshot transactions, which never abort and see one committed state; writes (Put, DeleteRange,
+// Txn with writes) as read-write transactions that become inevitable at commit, append their record
+// to the commit log inside the inevitable section, and commit. So log order is revision order, and
+// one write transaction advances the store revision by exactly one.
+//
+// Semantics are etcd 3.4's KV API (Range, Put, DeleteRange, Txn, Compact), with its error codes and
+// messages (errors.h). Requests and responses are the etcdserverpb messages themselves: they are the
+// domain types of an etcd-compatible store, and the RPC layer only deals with the wire.
+//
+// History: past revisions are the older revisions of the object graph. The store keeps the last
+// `history_revisions` revisions readable (0: all of them until an explicit Compact), by telling the
+// runtime to retain them; Compact(rev) moves the start of the window forward. History lives in
+// memory: after a restart the oldest readable revision is the one recovered.
+//
+// Thread-safety: thread-safe. Every method must be called from a thread registered with the runtime
+// and outside any transaction. At most one Store exists in a process at a time (revisions are derived
+// from the runtime's global time).
+#pragma once
+
+#include <atomic>
+#include <cstdint>
+#include <functional>
+#include <memory>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "absl/status/status.h"
+#include "absl/status/statusor.h"
+#include "etcdserverpb/rpc.pb.h"
+#include "runtime/gc/gc.h"
+#include "runtime/stm/stm.h"
+#include "server/wal/wal.h"
+
+namespace revkv::server {
+
+namespace store {
+struct StoreRoot;
+}
+
+struct StoreOptions {
+  int64_t max_txn_ops = 128;
+  size_t max_request_bytes = 1572864;
+  int64_t history_revisions = 10000;  // 0: keep every revision until Compact
+};
+
+// A committed write: its response, and the log record to wait for before acknowledging (0 if the
+// request wrote nothing, e.g. a Txn whose taken branch only reads, or if the store has no log).
+template <class Response>
+struct WriteResult {
+  Response response;
+  uint64_t lsn = 0;
+  int64_t revision = 0;  // the revision the response reflects
+};
+
+// One key-value as stored, for checkpoints.
+struct StoredKeyValue {
+  std::string key;
+  std::string value;
+  int64_t create_revision;
+  int64_t mod_revision;
+  int64_t version;
+  int64_t lease;
+};
+
+class Store {
+ public:
+  // Creates an empty store (revision 1). `wal` may be null (nothing is logged); it must outlive the
+  // store. Reaches safepoints.
+  static absl::StatusOr<std::unique_ptr<Store>> Create(const StoreOptions& options, Wal* wal);
+  ~Store();
+
+  // ----- the KV API -----
+  absl::StatusOr<etcdserverpb::RangeResponse> Range(const etcdserverpb::RangeRequest& request);
+  absl::StatusOr<WriteResult<etcdserverpb::PutResponse>> Put(const etcdserverpb::PutRequest& request);
+  absl::StatusOr<WriteResult<etcdserverpb::DeleteRangeResponse>> DeleteRange(
+      const etcdserverpb::DeleteRangeRequest& request);
+  absl::StatusOr<WriteResult<etcdserverpb::TxnResponse>> Txn(const etcdserverpb::TxnRequest& request);
+  absl::StatusOr<etcdserverpb::CompactionResponse> Compact(const etcdserverpb::CompactionRequest& request);
+
+  // ----- state -----
+  int64_t Revision() const;             // the newest committed revision
+  int64_t CompactRevision() const { return compact_revision_.load(std::memory_order_acquire); }
+  int64_t KeyCount() const { return key_count_.load(std::memory_order_relaxed); }
+  // The runtime time after the commit of `revision`, and back.
+  uint64_t TimeOf(int64_t revision) const;
+  int64_t RevisionOfCommitTime(uint64_t commit_time) const;
+
+  // ----- durability -----
+  // Visits every key-value of the state at `revision` (0: newest), in key order, from one snapshot
+  // (writers keep going). Fails like Range at a past revision.
+  absl::Status ForEachAt(int64_t revision, const std::function<void(const StoredKeyValue&)>& visit,
+                         int64_t* snapshot_revision);
+  // Recovery: loads key-values (from a checkpoint) into an empty store, then makes `revision` the
+  // current revision. Only before any other request.
+  absl::Status Load(const std::function<bool(StoredKeyValue*)>& next, int64_t revision, int64_t compact_revision);
+  // Recovery: re-applies a logged write, which must produce exactly `revision`. Nothing is logged.
+  absl::Status Replay(int64_t revision, std::string_view payload);
+  // Starts logging writes to `wal` (after recovery). `wal` must outlive the store.
+  void AttachWal(Wal* wal) { wal_ = wal; }
+  Wal* wal() const { return wal_; }
+
+ private:
+  Store(const StoreOptions& options, Wal* wal);
+  template <class Request, class Response>
+  absl::StatusOr<WriteResult<Response>> Write(const Request& request, char kind, int64_t replay_revision);
+  void UpdateRetention();
+  runtime::stm::Ref<store::StoreRoot> RootRef() const;
+
+  const StoreOptions options_;
+  Wal* wal_;
+  runtime::GlobalRoot root_;
+  uint64_t time_base_ = 0;  // the runtime time of revision 1: written before any request, then read-only
+  std::atomic<int64_t> compact_revision_{1};
+  std::atomic<int64_t> key_count_{0};
+};
+
+}  // namespace revkv::server
