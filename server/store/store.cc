@@ -304,43 +304,35 @@ absl::Status Store::ForEachAt(int64_t revision, const std::function<void(const S
   return s;
 }
 
-absl::Status Store::Load(const std::function<bool(StoredKeyValue*)>& next, int64_t revision, int64_t compact_revision) {
-  if (Revision() != 1 || key_count_.load() != 0) return absl::FailedPreconditionError("Load needs an empty store");
-  // Entries come in batches read outside the transaction, so a retried attempt inserts the same batch.
-  // A batch of 1024 entries needs at least 8 revisions of history (a Txn writes at most 128 keys),
-  // so the batches' own commits never take the clock past the time of `revision`.
-  constexpr size_t kBatch = 1024;
-  std::vector<StoredKeyValue> batch;
-  bool more = true;
-  while (more) {
-    batch.clear();
-    StoredKeyValue kv;
-    while (batch.size() < kBatch && (more = next(&kv))) batch.push_back(std::move(kv));
-    if (batch.empty()) break;
-    absl::Status s = runtime::stm::Atomically([&](Tx& tx) {
-      Ref<store::StoreRoot> root = RootRef();
-      for (const StoredKeyValue& item : batch) {
-        WritePtr<store::Entry> e = tx.New<store::Entry>();
-        Ref<Bytes> key = tx.NewBytes(item.key);
-        e.Set(&store::Entry::key, key);
-        e.Set(&store::Entry::value, tx.NewBytes(item.value));
-        e->create_revision = item.create_revision;
-        e->mod_revision = item.mod_revision;
-        e->version = item.version;
-        e->lease = item.lease;
-        store::Insert(tx, root, item.key, key, Ref<store::Entry>(e));
-      }
-    });
-    if (!s.ok()) return s;
-    key_count_.fetch_add(static_cast<int64_t>(batch.size()), std::memory_order_relaxed);
-  }
+absl::Status Store::LoadEntries(const std::vector<StoredKeyValue>& batch) {
+  absl::Status s = runtime::stm::Atomically([&](Tx& tx) {
+    Ref<store::StoreRoot> root = RootRef();
+    for (const StoredKeyValue& item : batch) {
+      WritePtr<store::Entry> e = tx.New<store::Entry>();
+      Ref<Bytes> key = tx.NewBytes(item.key);
+      e.Set(&store::Entry::key, key);
+      e.Set(&store::Entry::value, tx.NewBytes(item.value));
+      e->create_revision = item.create_revision;
+      e->mod_revision = item.mod_revision;
+      e->version = item.version;
+      e->lease = item.lease;
+      store::Insert(tx, root, item.key, key, Ref<store::Entry>(e));
+    }
+  });
+  if (s.ok()) key_count_.fetch_add(static_cast<int64_t>(batch.size()), std::memory_order_relaxed);
+  return s;
+}
+
+absl::Status Store::FinishLoad(int64_t revision, int64_t compact_revision) {
+  // Each loading transaction advanced the runtime's time by 2; a checkpoint of revision R holds at
+  // most 128 * R keys (a Txn writes at most 128), so batches of at least 256 keep the time below R's.
   const uint64_t target = TimeOf(revision);
   if (runtime::stm::LastCommittedTime() > target) {
-    return absl::DataLossError(absl::StrCat("checkpoint at revision ", revision, " holds more keys than it can"));
+    return absl::DataLossError(absl::StrCat("the checkpoint at revision ", revision, " holds more keys than it can"));
   }
   runtime::stm::AdvanceGlobalTime(target);
-  // The states between the batches are not revisions anyone wrote: nothing older than the checkpoint
-  // is readable.
+  // The states between the loading transactions are not revisions anyone wrote: nothing older than
+  // the checkpoint is readable.
   compact_revision_.store(std::max(revision, compact_revision), std::memory_order_release);
   UpdateRetention();
   return absl::OkStatus();

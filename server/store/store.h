@@ -95,9 +95,10 @@ class Store {
   // (writers keep going). Fails like Range at a past revision.
   absl::Status ForEachAt(int64_t revision, const std::function<void(const StoredKeyValue&)>& visit,
                          int64_t* snapshot_revision);
-  // Recovery: loads key-values (from a checkpoint) into an empty store, then makes `revision` the
-  // current revision. Only before any other request.
-  absl::Status Load(const std::function<bool(StoredKeyValue*)>& next, int64_t revision, int64_t compact_revision);
+  // Recovery from a checkpoint, before any other request: LoadEntries inserts a batch of key-values (in
+  // key order or not) in one transaction; FinishLoad then makes `revision` the current revision.
+  absl::Status LoadEntries(const std::vector<StoredKeyValue>& batch);
+  absl::Status FinishLoad(int64_t revision, int64_t compact_revision);
   // Recovery: re-applies a logged write, which must produce exactly `revision`. Nothing is logged.
   absl::Status Replay(int64_t revision, std::string_view payload);
   // Starts logging writes to `wal` (after recovery). `wal` must outlive the store.

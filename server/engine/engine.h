@@ -1,0 +1,106 @@
+// The durable store: a Store over a data directory, recovered at start from its newest valid
+// checkpoint and its write-ahead log, logging every write, and checkpointing in the background.
+//
+// Data directory layout: LOCK (an flock held while open), wal/ (log segments), checkpoints/.
+// Recovery: load the newest valid checkpoint (falling back past corrupt ones), then replay the log
+// records after it (a torn or corrupt tail is cut and reported), then attach the log for new writes.
+// Checkpoints are taken from a snapshot read while writers continue; afterwards old checkpoints are
+// removed (keeping `checkpoint_keep`) and log segments older than the oldest kept checkpoint too.
+//
+// Thread-safety: thread-safe; callers must be threads registered with the runtime.
+#pragma once
+
+#include <atomic>
+#include <chrono>
+#include <condition_variable>
+#include <memory>
+#include <mutex>
+#include <string>
+#include <thread>
+
+#include "absl/status/status.h"
+#include "absl/status/statusor.h"
+#include "server/checkpoint/checkpoint.h"
+#include "server/store/store.h"
+#include "server/wal/file_system.h"
+#include "server/wal/wal.h"
+
+namespace revkv::server {
+
+struct EngineOptions {
+  std::string data_dir = "./revkv-data";
+  FsyncMode fsync_mode = FsyncMode::kAlways;
+  std::chrono::milliseconds fsync_interval{10};
+  uint64_t wal_segment_bytes = uint64_t{64} << 20;
+  StoreOptions store;
+  int64_t checkpoint_interval = 100000;  // revisions between automatic checkpoints; 0: never
+  int checkpoint_keep = 2;
+  FileSystem* file_system = nullptr;  // nullptr: the real one
+};
+
+// What recovery found; one line each for the log.
+struct RecoveryReport {
+  CheckpointLoadResult checkpoint;
+  WalRecoveryReport wal;
+  int64_t revision = 0;  // the store's revision after recovery
+  uint64_t keys = 0;
+  std::chrono::milliseconds duration{0};
+};
+
+struct CheckpointStats {
+  int64_t revision = 0;
+  uint64_t entries = 0;
+  uint64_t bytes = 0;
+  std::chrono::milliseconds duration{0};
+  std::string path;
+};
+
+class Engine {
+ public:
+  // Opens (creating if needed) the data directory and recovers the store. Fails with
+  // FailedPrecondition if another process holds the directory, or with the recovery error.
+  static absl::StatusOr<std::unique_ptr<Engine>> Open(const EngineOptions& options, RecoveryReport* report);
+  ~Engine();
+
+  Store& store() { return *store_; }
+  Wal& wal() { return *wal_; }
+  const EngineOptions& options() const { return options_; }
+
+  // Writes a checkpoint of the newest state (writers keep going) and removes what it makes obsolete.
+  // Blocks on disk I/O (in safe regions). One checkpoint at a time.
+  absl::StatusOr<CheckpointStats> Checkpoint();
+  CheckpointStats last_checkpoint() const;
+
+  // Starts / stops the thread that checkpoints every `checkpoint_interval` revisions.
+  void StartBackgroundCheckpoints();
+  // Stops background work and closes the log (flushing and syncing it). Idempotent.
+  absl::Status Close();
+
+  // OK while writes work; the log's permanent error after a disk failure.
+  absl::Status write_status() const { return wal_->failed_status(); }
+
+ private:
+  Engine(const EngineOptions& options, FileSystem* fs, int lock_fd);
+  absl::Status Recover(RecoveryReport* report);
+  void BackgroundLoop();
+
+  const EngineOptions options_;
+  FileSystem* const fs_;
+  const int lock_fd_;
+  const std::string wal_dir_;
+  const std::string checkpoint_dir_;
+  std::unique_ptr<Store> store_;
+  std::unique_ptr<Wal> wal_;
+
+  std::mutex checkpoint_mu_;                 // one checkpoint at a time
+  mutable std::mutex stats_mu_;
+  CheckpointStats last_checkpoint_;          // guarded by stats_mu_
+
+  std::mutex background_mu_;
+  std::condition_variable background_cv_;
+  bool stopping_ = false;                    // guarded by background_mu_
+  std::thread background_;
+  bool closed_ = false;
+};
+
+}  // namespace revkv::server
