@@ -205,10 +205,12 @@ TEST_F(SafepointTest, FourThreadsMutateTheirStructuresWhileTheWorldStopsRepeated
   std::vector<std::thread> threads;
   for (int i = 0; i < 4; ++i) mutators.push_back(std::make_unique<Mutator>(seed + static_cast<uint64_t>(i), 512));
   for (int i = 0; i < 4; ++i) threads.emplace_back([&, i] { mutators[i]->Run(stop, checks); });
+  // Several seconds, and at least 50 stops and 20 checks per mutator however slow the build is.
+  const auto start = std::chrono::steady_clock::now();
   const auto duration = std::chrono::milliseconds(static_cast<int64_t>(4000 * Scale()) + 500);
-  const auto end = std::chrono::steady_clock::now() + duration;
   uint64_t majors = 0;
-  while (std::chrono::steady_clock::now() < end) {
+  while (std::chrono::steady_clock::now() < start + duration || majors < 50 || checks.load() < 4 * 20u) {
+    ASSERT_LT(std::chrono::steady_clock::now(), start + std::chrono::minutes(3)) << "mutators stopped progressing";
     std::this_thread::sleep_for(5ms);
     CollectMajor();
     ++majors;

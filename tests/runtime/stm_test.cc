@@ -166,6 +166,10 @@ TEST_F(StmTest, ReplayingCommittedTransactionsInTimeOrderReproducesEveryRead) {
         for (int k = 0; k < nreads; ++k) read_keys.push_back(rng() % keys);
         for (int k = 0; k < nwrites; ++k) write_keys.push_back(rng() % keys);
         const int64_t stamp = static_cast<int64_t>((uint64_t(t) << 40) | i);
+        // Values wrap around: sums are computed in unsigned arithmetic.
+        auto add = [](int64_t a, int64_t b) {
+          return static_cast<int64_t>(static_cast<uint64_t>(a) + static_cast<uint64_t>(b));
+        };
         ASSERT_TRUE(stm::Atomically([&](Tx& tx) {
                       rec.reads.clear();
                       rec.writes.clear();
@@ -174,15 +178,15 @@ TEST_F(StmTest, ReplayingCommittedTransactionsInTimeOrderReproducesEveryRead) {
                       for (size_t k : read_keys) {
                         const int64_t v = tx.Read(Ref<Account>(tbl->at(k)))->balance;
                         rec.reads.emplace_back(k, v);
-                        acc += v;
+                        acc = add(acc, v);
                       }
                       for (size_t k : write_keys) {
                         auto w = tx.Write(Ref<Account>(tbl->at(k)));
-                        w->balance = stamp + acc;
-                        rec.writes.emplace_back(k, stamp + acc);
+                        w->balance = add(stamp, acc);
+                        rec.writes.emplace_back(k, add(stamp, acc));
                         // Reads after our own write see it.
                         const int64_t again = tx.Read(Ref<Account>(tbl->at(k)))->balance;
-                        ASSERT_EQ(again, stamp + acc);
+                        ASSERT_EQ(again, add(stamp, acc));
                       }
                     }).ok());
         rec.time = stm::ThisThreadLastCommitTime();
