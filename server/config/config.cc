@@ -90,17 +90,6 @@ void DeclareFlags(CLI::App& app, CapturedFlags& captured) {
 
 }  // namespace
 
-std::string_view FsyncModeName(FsyncMode mode) {
-  switch (mode) {
-    case FsyncMode::kAlways:
-      return "always";
-    case FsyncMode::kInterval:
-      return "interval";
-    case FsyncMode::kNone:
-      return "none";
-  }
-  return "?";
-}
 
 std::string_view LogLevelName(LogLevel level) {
   switch (level) {

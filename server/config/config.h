@@ -23,20 +23,15 @@
 
 #include "absl/status/statusor.h"
 #include "absl/time/time.h"
+#include "server/wal/wal.h"
 
 namespace revkv::server {
 
-// When the write-ahead log is made durable.
-enum class FsyncMode {
-  kAlways,    // before a write is acknowledged (a flusher groups concurrent commits into one fsync)
-  kInterval,  // every fsync_interval: a crash loses at most that much acknowledged data
-  kNone,      // never by revkv; the OS writes back when it likes: a crash may lose acknowledged writes
-};
+// FsyncMode (when the write-ahead log is made durable) and FsyncModeName come from server/wal/wal.h.
 
 enum class LogLevel { kTrace, kDebug, kInfo, kWarn, kError };
 enum class LogFormat { kText, kJson };
 
-std::string_view FsyncModeName(FsyncMode mode);    // "always", "interval", "none"
 std::string_view LogLevelName(LogLevel level);     // "trace", ..., "error"
 std::string_view LogFormatName(LogFormat format);  // "text", "json"
 

@@ -1,0 +1,89 @@
+// Asynchronous gRPC calls on the workers' completion queues.
+//
+// Each worker thread owns one completion queue and is the only thread that takes events from it, so a
+// call's completion events are handled on one thread, one at a time. A handler may finish its call
+// later from another thread (the log's flusher finishes durable writes): Finish may be called from any
+// thread, but the handler must not touch the call after handing it over.
+#pragma once
+
+#include <grpcpp/grpcpp.h>
+
+#include <chrono>
+#include <functional>
+#include <memory>
+
+#include "server/rpc/server_state.h"
+
+namespace revkv::server {
+
+// A tag on a completion queue.
+class CallTag {
+ public:
+  virtual ~CallTag() = default;
+  // The event for this tag arrived (on the queue's worker thread, outside any safe region).
+  virtual void Proceed(bool ok) = 0;
+};
+
+// One unary call of `Service::Request<Method>`. `Handler` is called once per call with it and must
+// eventually call Finish exactly once (from any thread).
+template <class Service, class Request, class Response>
+class UnaryCall final : public CallTag {
+ public:
+  using RequestMethod = void (Service::*)(grpc::ServerContext*, Request*, grpc::ServerAsyncResponseWriter<Response>*,
+                                          grpc::CompletionQueue*, grpc::ServerCompletionQueue*, void*);
+  using Handler = std::function<void(UnaryCall*)>;
+
+  // Posts a call waiting for the next request of this method on `cq`.
+  static void Post(Service* service, RequestMethod method, grpc::ServerCompletionQueue* cq,
+                   std::shared_ptr<const Handler> handler, const MethodMetrics* metrics) {
+    auto* call = new UnaryCall(service, method, cq, std::move(handler), metrics);
+    (service->*method)(&call->context_, &call->request_, &call->responder_, cq, cq, call);
+  }
+
+  const Request& request() const { return request_; }
+  grpc::ServerContext& context() { return context_; }
+
+  void Finish(const Response& response, const grpc::Status& status) {
+    ok_ = status.ok();
+    finishing_ = true;
+    if (status.ok()) {
+      responder_.Finish(response, status, this);
+    } else {
+      responder_.FinishWithError(status, this);
+    }
+  }
+
+  void Proceed(bool ok) override {
+    if (finishing_) {
+      if (metrics_ != nullptr) metrics_->Record(start_, ok_);
+      delete this;
+      return;
+    }
+    if (!ok) {  // the server is shutting down: no request will come
+      delete this;
+      return;
+    }
+    Post(service_, method_, cq_, handler_, metrics_);  // the next request of this method
+    start_ = std::chrono::steady_clock::now();
+    (*handler_)(this);
+  }
+
+ private:
+  UnaryCall(Service* service, RequestMethod method, grpc::ServerCompletionQueue* cq,
+            std::shared_ptr<const Handler> handler, const MethodMetrics* metrics)
+      : service_(service), method_(method), cq_(cq), handler_(std::move(handler)), metrics_(metrics), responder_(&context_) {}
+
+  Service* service_;
+  RequestMethod method_;
+  grpc::ServerCompletionQueue* cq_;
+  std::shared_ptr<const Handler> handler_;
+  const MethodMetrics* metrics_;
+  grpc::ServerContext context_;
+  Request request_;
+  grpc::ServerAsyncResponseWriter<Response> responder_;
+  std::chrono::steady_clock::time_point start_;
+  bool finishing_ = false;
+  bool ok_ = false;
+};
+
+}  // namespace revkv::server

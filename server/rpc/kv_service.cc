@@ -1,0 +1,127 @@
+// The etcd services (kv_service.h).
+#include "server/rpc/kv_service.h"
+
+#include <memory>
+
+#include "runtime/gc/gc.h"
+#include "server/rpc/call.h"
+#include "server/rpc/status.h"
+
+namespace revkv::server {
+
+namespace {
+
+using etcdserverpb::KV;
+
+// Finishes a write: at once if it logged nothing, else when its record is durable (on the flusher).
+template <class Call, class Response>
+void FinishWrite(Call* call, ServerState* state, absl::StatusOr<WriteResult<Response>> result) {
+  if (!result.ok()) {
+    call->Finish(Response(), ToGrpc(result.status()));
+    return;
+  }
+  state->FillHeader(result->response.mutable_header());
+  if (result->lsn == 0) {
+    call->Finish(result->response, grpc::Status::OK);
+    return;
+  }
+  state->engine->wal().OnDurable(result->lsn, [call, response = std::move(result->response)](absl::Status s) {
+    if (s.ok()) {
+      call->Finish(response, grpc::Status::OK);
+    } else {
+      call->Finish(Response(), WriteFailure(s));
+    }
+  });
+}
+
+template <class Service, class Request, class Response>
+void Post(Service* service,
+          typename UnaryCall<Service, Request, Response>::RequestMethod method, grpc::ServerCompletionQueue* cq,
+          ServerState* state, const std::string& name,
+          std::function<void(UnaryCall<Service, Request, Response>*)> handler) {
+  using Call = UnaryCall<Service, Request, Response>;
+  UnaryCall<Service, Request, Response>::Post(
+      service, method, cq, std::make_shared<const typename Call::Handler>(std::move(handler)), &state->ForMethod(name));
+}
+
+}  // namespace
+
+void PostEtcdCalls(EtcdServices* services, grpc::ServerCompletionQueue* cq, ServerState* state) {
+  using namespace etcdserverpb;  // NOLINT: the message names read better unqualified here
+  auto* kv = &services->kv;
+  Post<KV::AsyncService, RangeRequest, RangeResponse>(
+      kv, &KV::AsyncService::RequestRange, cq, state, "Range", [state](auto* call) {
+        absl::StatusOr<RangeResponse> r = state->engine->store().Range(call->request());
+        if (!r.ok()) return call->Finish(RangeResponse(), ToGrpc(r.status()));
+        state->FillHeader(r->mutable_header());
+        call->Finish(*r, grpc::Status::OK);
+      });
+  Post<KV::AsyncService, PutRequest, PutResponse>(kv, &KV::AsyncService::RequestPut, cq, state, "Put",
+                                                  [state](auto* call) {
+                                                    FinishWrite(call, state, state->engine->store().Put(call->request()));
+                                                  });
+  Post<KV::AsyncService, DeleteRangeRequest, DeleteRangeResponse>(
+      kv, &KV::AsyncService::RequestDeleteRange, cq, state, "DeleteRange", [state](auto* call) {
+        FinishWrite(call, state, state->engine->store().DeleteRange(call->request()));
+      });
+  Post<KV::AsyncService, TxnRequest, TxnResponse>(kv, &KV::AsyncService::RequestTxn, cq, state, "Txn",
+                                                  [state](auto* call) {
+                                                    FinishWrite(call, state, state->engine->store().Txn(call->request()));
+                                                  });
+  Post<KV::AsyncService, CompactionRequest, CompactionResponse>(
+      kv, &KV::AsyncService::RequestCompact, cq, state, "Compact", [state](auto* call) {
+        absl::StatusOr<CompactionResponse> r = state->engine->store().Compact(call->request());
+        if (!r.ok()) return call->Finish(CompactionResponse(), ToGrpc(r.status()));
+        state->FillHeader(r->mutable_header());
+        call->Finish(*r, grpc::Status::OK);
+      });
+
+  auto* maintenance = &services->maintenance;
+  Post<Maintenance::AsyncService, StatusRequest, StatusResponse>(
+      maintenance, &Maintenance::AsyncService::RequestStatus, cq, state, "Status", [state](auto* call) {
+        StatusResponse r;
+        Store& store = state->engine->store();
+        state->FillHeader(r.mutable_header());
+        r.mutable_header()->set_revision(store.Revision());
+        r.set_version(std::string(kServerVersion));
+        const runtime::HeapUsage heap = runtime::GetHeapUsage();
+        r.set_dbsize(static_cast<int64_t>(heap.committed_bytes));
+        r.set_dbsizeinuse(static_cast<int64_t>(heap.old_bytes + heap.large_bytes));
+        r.set_leader(state->config->member_id);
+        r.set_raftindex(static_cast<uint64_t>(store.Revision()));
+        r.set_raftterm(1);
+        r.set_raftappliedindex(static_cast<uint64_t>(store.Revision()));
+        if (absl::Status w = state->engine->write_status(); !w.ok()) r.add_errors(std::string(w.message()));
+        call->Finish(r, grpc::Status::OK);
+      });
+  Post<Maintenance::AsyncService, AlarmRequest, AlarmResponse>(
+      maintenance, &Maintenance::AsyncService::RequestAlarm, cq, state, "Alarm", [state](auto* call) {
+        // A disk error that stopped writes is reported as etcd's NOSPACE alarm when the disk is full
+        // and as CORRUPT otherwise; activating or deactivating alarms by hand is not supported.
+        AlarmResponse r;
+        state->FillHeader(r.mutable_header());
+        r.mutable_header()->set_revision(state->engine->store().Revision());
+        if (absl::Status w = state->engine->write_status(); !w.ok()) {
+          AlarmMember* m = r.add_alarms();
+          m->set_memberid(state->config->member_id);
+          m->set_alarm(w.message().find("No space left on device") != std::string_view::npos ? NOSPACE : CORRUPT);
+        }
+        call->Finish(r, grpc::Status::OK);
+      });
+
+  auto* cluster = &services->cluster;
+  Post<Cluster::AsyncService, MemberListRequest, MemberListResponse>(
+      cluster, &Cluster::AsyncService::RequestMemberList, cq, state, "MemberList", [state](auto* call) {
+        MemberListResponse r;
+        state->FillHeader(r.mutable_header());
+        r.mutable_header()->set_revision(state->engine->store().Revision());
+        Member* m = r.add_members();
+        m->set_id(state->config->member_id);
+        m->set_name(state->config->name);
+        const std::string scheme = state->config->tls.enabled() ? "https://" : "http://";
+        m->add_clienturls(scheme + state->config->listen);
+        call->Finish(r, grpc::Status::OK);
+      });
+}
+
+}  // namespace revkv::server

@@ -1,0 +1,115 @@
+// The gRPC server (rpc_server.h).
+#include "server/rpc/rpc_server.h"
+
+#include <grpcpp/ext/proto_server_reflection_plugin.h>
+#include <grpcpp/health_check_service_interface.h>
+
+#include <fstream>
+#include <sstream>
+
+#include "absl/strings/str_cat.h"
+#include "runtime/safepoint/safepoint.h"
+#include "server/rpc/call.h"
+#include "server/rpc/pipeline.h"
+#include "spdlog/spdlog.h"
+
+namespace revkv::server {
+
+namespace {
+
+absl::StatusOr<std::string> ReadFile(const std::string& path) {
+  std::ifstream in(path, std::ios::binary);
+  if (!in) return absl::InvalidArgumentError(absl::StrCat("cannot read ", path));
+  std::ostringstream s;
+  s << in.rdbuf();
+  return s.str();
+}
+
+absl::StatusOr<std::shared_ptr<grpc::ServerCredentials>> Credentials(const TlsConfig& tls) {
+  if (!tls.enabled()) return grpc::InsecureServerCredentials();
+  grpc::SslServerCredentialsOptions options;
+  absl::StatusOr<std::string> cert = ReadFile(tls.cert_file);
+  if (!cert.ok()) return cert.status();
+  absl::StatusOr<std::string> key = ReadFile(tls.key_file);
+  if (!key.ok()) return key.status();
+  options.pem_key_cert_pairs.push_back({*key, *cert});
+  if (!tls.trusted_ca_file.empty()) {
+    absl::StatusOr<std::string> ca = ReadFile(tls.trusted_ca_file);
+    if (!ca.ok()) return ca.status();
+    options.pem_root_certs = *ca;
+  }
+  options.client_certificate_request = tls.client_cert_auth
+                                           ? GRPC_SSL_REQUEST_AND_REQUIRE_CLIENT_CERTIFICATE_AND_VERIFY
+                                           : GRPC_SSL_DONT_REQUEST_CLIENT_CERTIFICATE;
+  return grpc::SslServerCredentials(options);
+}
+
+}  // namespace
+
+RpcServer::RpcServer(ServerState* state)
+    : state_(state), pipeline_(std::make_unique<::revkv::v1::KV::AsyncService>()),
+      admin_(std::make_unique<AdminService>(state)) {}
+
+RpcServer::~RpcServer() { Shutdown(std::chrono::milliseconds(0)); }
+
+absl::Status RpcServer::Start() {
+  const ServerConfig& config = *state_->config;
+  absl::StatusOr<std::shared_ptr<grpc::ServerCredentials>> credentials = Credentials(config.tls);
+  if (!credentials.ok()) return credentials.status();
+  grpc::EnableDefaultHealthCheckService(true);
+  grpc::reflection::InitProtoReflectionServerBuilderPlugin();
+  grpc::ServerBuilder builder;
+  builder.AddListeningPort(config.listen, *credentials, &port_);
+  // gRPC refuses larger messages itself; the store answers etcd's "request is too large" for requests
+  // between max_request_bytes and this limit, as etcd does (it adds the same 512 KiB of slack).
+  builder.SetMaxReceiveMessageSize(static_cast<int>(config.max_request_bytes + 512 * 1024));
+  builder.SetMaxSendMessageSize(std::numeric_limits<int>::max());
+  builder.RegisterService(&etcd_.kv);
+  builder.RegisterService(&etcd_.maintenance);
+  builder.RegisterService(&etcd_.cluster);
+  builder.RegisterService(pipeline_.get());
+  builder.RegisterService(admin_.get());
+  for (int i = 0; i < config.workers; ++i) queues_.push_back(builder.AddCompletionQueue());
+  server_ = builder.BuildAndStart();
+  if (server_ == nullptr || port_ == 0) {
+    return absl::UnavailableError(absl::StrCat("cannot listen for gRPC on ", config.listen,
+                                               " (address in use, or not a local address?)"));
+  }
+  server_->GetHealthCheckService()->SetServingStatus(true);
+  for (int i = 0; i < config.workers; ++i) {
+    grpc::ServerCompletionQueue* cq = queues_[static_cast<size_t>(i)].get();
+    PostEtcdCalls(&etcd_, cq, state_);
+    PostPipelineCall(pipeline_.get(), cq, state_);
+    workers_.emplace_back([this, i, cq] { WorkerLoop(i, cq); });
+  }
+  return absl::OkStatus();
+}
+
+void RpcServer::WorkerLoop(int index, grpc::ServerCompletionQueue* cq) {
+  runtime::ThreadRegistration registration(absl::StrCat("grpc-worker-", index));
+  void* tag = nullptr;
+  bool ok = false;
+  for (;;) {
+    bool got;
+    {
+      runtime::SafeRegion waiting;  // blocked on the queue: collections need not wait for us
+      got = cq->Next(&tag, &ok);
+    }
+    if (!got) return;  // the queue is shut down and drained
+    static_cast<CallTag*>(tag)->Proceed(ok);
+  }
+}
+
+void RpcServer::Shutdown(std::chrono::milliseconds grace) {
+  if (shut_down_ || server_ == nullptr) return;
+  shut_down_ = true;
+  runtime::SafeRegion waiting;
+  server_->GetHealthCheckService()->SetServingStatus(false);
+  // In-flight calls finish: writes are answered by the log's flusher, which still runs.
+  server_->Shutdown(std::chrono::system_clock::now() + grace);
+  for (auto& q : queues_) q->Shutdown();
+  for (auto& w : workers_) w.join();
+  workers_.clear();
+}
+
+}  // namespace revkv::server

@@ -1,0 +1,50 @@
+// The gRPC server: etcd's KV, Maintenance and Cluster services and revkv's KV (Pipeline) on worker
+// threads with one completion queue each, revkv's Admin service, gRPC health checking and server
+// reflection. Worker threads are registered with the runtime; waiting on their queue is a safe region.
+//
+// Thread-safety: Start and Shutdown from one thread (main); the handlers are thread-safe.
+#pragma once
+
+#include <grpcpp/grpcpp.h>
+
+#include <memory>
+#include <thread>
+#include <vector>
+
+#include "absl/status/status.h"
+#include "server/rpc/admin_service.h"
+#include "revkv/v1/kv.grpc.pb.h"
+#include "server/rpc/kv_service.h"
+#include "server/rpc/server_state.h"
+
+namespace revkv::server {
+
+class RpcServer {
+ public:
+  explicit RpcServer(ServerState* state);
+  ~RpcServer();
+
+  // Binds config.listen (with TLS if configured) and starts `config.workers` workers. Fails with a
+  // clear message if the address cannot be bound or a TLS file cannot be read.
+  absl::Status Start();
+  // The port actually bound (for listen addresses with port 0).
+  int port() const { return port_; }
+  // Stops accepting, lets in-flight calls finish (up to `grace`), then stops the workers. Blocks
+  // (in a safe region). Idempotent.
+  void Shutdown(std::chrono::milliseconds grace);
+
+ private:
+  void WorkerLoop(int index, grpc::ServerCompletionQueue* cq);
+
+  ServerState* state_;
+  EtcdServices etcd_;
+  std::unique_ptr<::revkv::v1::KV::AsyncService> pipeline_;
+  std::unique_ptr<AdminService> admin_;
+  std::vector<std::unique_ptr<grpc::ServerCompletionQueue>> queues_;
+  std::unique_ptr<grpc::Server> server_;
+  std::vector<std::thread> workers_;
+  int port_ = 0;
+  bool shut_down_ = false;
+};
+
+}  // namespace revkv::server

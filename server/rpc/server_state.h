@@ -1,0 +1,47 @@
+// What every RPC handler shares: the engine (store + log), the server's identity, limits and the
+// request metrics. Built by main before the RPC server starts; immutable afterwards (the objects it
+// points to are thread-safe).
+#pragma once
+
+#include <chrono>
+#include <cstdint>
+#include <string>
+
+#include "etcdserverpb/rpc.pb.h"
+#include "server/config/config.h"
+#include "server/engine/engine.h"
+#include "server/ops/metrics.h"
+
+namespace revkv::server {
+
+// The version string revkv reports (Maintenance/Status, ServerInfo, --version). etcd clients parse the
+// first part as an etcd API version, so it starts with the etcd version whose API revkv speaks.
+inline constexpr std::string_view kServerVersion = "3.4.0-revkv.0.1.0";
+
+// Per-method request figures.
+struct MethodMetrics {
+  Counter* requests = nullptr;
+  Counter* errors = nullptr;
+  Histogram* latency = nullptr;
+  void Record(std::chrono::steady_clock::time_point start, bool ok) const;
+};
+
+struct ServerState {
+  Engine* engine = nullptr;
+  const ServerConfig* config = nullptr;
+  MetricsRegistry* metrics = nullptr;
+  uint64_t start_unix_nanos = 0;
+
+  // Fills the identity part of a response header (cluster, member, term); the store fills revision.
+  void FillHeader(etcdserverpb::ResponseHeader* header) const {
+    header->set_cluster_id(config->cluster_id);
+    header->set_member_id(config->member_id);
+    header->set_raft_term(1);
+  }
+  // The figures for `method` (registered once, at start-up).
+  const MethodMetrics& ForMethod(const std::string& method);
+
+  std::map<std::string, MethodMetrics> method_metrics;  // filled before serving; read-only afterwards
+};
+
+}  // namespace revkv::server
