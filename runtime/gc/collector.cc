@@ -59,11 +59,9 @@ void CollectMinor() {
 
 void RunWantedMajorCollection() {
   ThreadContext* self = CurrentThread();
-  std::mutex& mu = CollectorMutex();
-  if (!mu.try_lock()) return;  // someone else is collecting; we will be stopped by it
-  mu.unlock();
+  const uint64_t generation = MajorGeneration();
   if (internal::g_poll_word.load(std::memory_order_acquire) & internal::kMajorWanted) {
-    RunMajorCollection(self, "heap growth");
+    RunMajorCollection(self, "heap growth", generation);  // one collection however many threads ask
   }
 }
 
@@ -77,7 +75,7 @@ char* AllocateSmallSlow(ThreadContext* self, size_t size) {
   const size_t nursery_bytes = RuntimeOptions().nursery_bytes;
   if (heap.nursery_chunks().empty()) {
     if (!heap.FillNursery(nursery_bytes, self->index)) {
-      RunMajorCollection(self, "heap exhausted");
+      RunMajorCollection(self, "heap exhausted", MajorGeneration());
       if (!heap.FillNursery(nursery_bytes, self->index)) {
         RecordAllocationFailure();
         return nullptr;
@@ -88,7 +86,7 @@ char* AllocateSmallSlow(ThreadContext* self, size_t size) {
   RunMinorCollection(self, "nursery full");
   if (char* p = heap.TryAllocateNursery(size)) return p;
   // Promotions in place took nursery chunks and the heap had none to give back.
-  RunMajorCollection(self, "heap exhausted");
+  RunMajorCollection(self, "heap exhausted", MajorGeneration());
   heap.FillNursery(nursery_bytes, self->index);
   heap.ResetNursery();
   if (char* p = heap.TryAllocateNursery(size)) return p;
@@ -99,7 +97,7 @@ char* AllocateSmallSlow(ThreadContext* self, size_t size) {
 char* AllocateLargeSlow(ThreadContext* self, size_t size) {
   Poll();
   if (char* p = PageSpace::Get().AllocateLarge(size)) return p;
-  RunMajorCollection(self, "heap exhausted");
+  RunMajorCollection(self, "heap exhausted", MajorGeneration());
   if (char* p = PageSpace::Get().AllocateLarge(size)) return p;
   RecordAllocationFailure();
   return nullptr;

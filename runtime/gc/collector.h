@@ -27,8 +27,13 @@ char* AllocateLargeSlow(ThreadContext* self, size_t size);
 // already is. Called from Poll().
 void RunWantedMajorCollection();
 
-// Runs a major collection on behalf of `self` (registered, running, not collecting).
-void RunMajorCollection(ThreadContext* self, const char* reason);
+// Runs a major collection on behalf of `self` (registered, running, not collecting). If
+// `unless_generation_past` is not kAlwaysCollect and a major collection completed after that generation
+// (while we waited for the collector mutex), returns without collecting again.
+inline constexpr uint64_t kAlwaysCollect = ~uint64_t{0};
+void RunMajorCollection(ThreadContext* self, const char* reason, uint64_t unless_generation_past = kAlwaysCollect);
+// Major collections completed so far.
+uint64_t MajorGeneration();
 // Runs a minor collection of `self`'s nursery.
 void RunMinorCollection(ThreadContext* self, const char* reason);
 

@@ -202,8 +202,10 @@ HistogramSnapshot PauseHistogram(CollectionKind kind);
 HistogramSnapshot TimeToSafepointHistogram();
 
 // Registers a callback run after every collection of a kind in `kinds_mask` (bit 1 << kind), on the
-// collecting thread after the world has resumed. It must not block for long. Returns an id for
-// RemoveCollectionListener. Thread-safe.
+// collecting thread after the world has resumed and the collector's lock is released. Listeners run
+// one at a time under the listener lock: a listener must be quick and must not allocate on the heap,
+// poll, collect, or add or remove listeners. Returns an id for RemoveCollectionListener, after which
+// the listener is never called again. Thread-safe.
 int AddCollectionListener(std::function<void(const CollectionRecord&)> listener,
                           unsigned kinds_mask = (1u << 0) | (1u << 2));
 void RemoveCollectionListener(int id);

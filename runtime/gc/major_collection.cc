@@ -44,7 +44,9 @@ class MajorCollector final : public Relocator {
  public:
   MajorCollector(ThreadContext* self, const char* reason) : self_(self), reason_(reason) {}
 
-  void Run() {
+  // Collects; returns what the collection did (recorded by the caller once the collector mutex is
+  // released, so listeners may do anything, even collect).
+  CollectionRecord Run() {
     const uint64_t requested = port::NowNanos();
     const uint64_t start_wall = WallClockNanos();
     PublishStackAndRegisters(self_);
@@ -72,6 +74,8 @@ class MajorCollector final : public Relocator {
     PageSpace::Get().SetPinnedFigures(pinned_bytes_, pinned_chunks_.size());
     const size_t after = PageSpace::Get().InUseBytes();
     SetNextTrigger(after);
+    // Taking to-space chunks may have asked for another major collection: this one has just run.
+    internal::g_poll_word.fetch_and(~internal::kMajorWanted, std::memory_order_relaxed);
 
     CollectionRecord r{};
     r.kind = CollectionKind::kMajor;
@@ -91,7 +95,7 @@ class MajorCollector final : public Relocator {
     r.reason = reason_;
     registry.ResumeTheWorld();
     r.pause_nanos = port::NowNanos() - requested;
-    RecordCollection(r);
+    return r;
   }
 
   Object* Relocate(Object* o) override { return o == nullptr ? o : Evacuate(o); }
@@ -375,7 +379,13 @@ class MajorCollector final : public Relocator {
   uint64_t nonhead_survivors_ = 0;
 };
 
-void RunMajorCollection(ThreadContext* self, const char* reason) {
+namespace {
+std::atomic<uint64_t> g_major_generation{0};  // completed major collections
+}  // namespace
+
+uint64_t MajorGeneration() { return g_major_generation.load(std::memory_order_acquire); }
+
+void RunMajorCollection(ThreadContext* self, const char* reason, uint64_t unless_generation_past) {
   std::mutex& mu = CollectorMutex();
   if (!mu.try_lock()) {
     // Another thread is collecting: wait for it without holding up its stop-the-world.
@@ -383,9 +393,15 @@ void RunMajorCollection(ThreadContext* self, const char* reason) {
     mu.lock();
     ThreadRegistry::Get().LeaveSafeRegion(self);
   }
+  if (unless_generation_past != kAlwaysCollect && MajorGeneration() > unless_generation_past) {
+    mu.unlock();  // someone collected while we waited: that is the collection we wanted
+    return;
+  }
   MajorCollector collector(self, reason);
-  collector.Run();
+  const CollectionRecord record = collector.Run();
+  g_major_generation.fetch_add(1, std::memory_order_release);
   mu.unlock();
+  RecordCollection(record);
 }
 
 }  // namespace revkv::runtime

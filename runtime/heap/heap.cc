@@ -58,6 +58,10 @@ void SetMaxHeapBytes(size_t bytes) {
 }
 
 absl::StatusOr<Object*> Allocate(TypeId type, size_t size) {
+  if (size > kMaxObjectSize) {  // before aligning: a size near SIZE_MAX would wrap
+    return absl::InvalidArgumentError(
+        absl::StrFormat("object of %u bytes exceeds the heap's largest object (%u bytes)", size, kMaxObjectSize));
+  }
   size = AlignObjectSize(std::max(size, kMinObjectSize));
   ThreadContext* self = RequireThread();
   if (size <= kLargeObjectThreshold) {

@@ -283,6 +283,15 @@ void PageSpace::RebuildAfterCollection() {
   if (best != nullptr && best->next_fresh_chunk.load(std::memory_order_relaxed) < kChunksPerPage) {
     current_.store(best, std::memory_order_release);
   }
+  // The fresh tails of the other pages go on the free list, or no one could take them until the next
+  // major collection.
+  for (PageHeader* page : small_pages_) {
+    if (page == best) continue;
+    for (size_t i = page->next_fresh_chunk.load(std::memory_order_relaxed); i < kChunksPerPage; ++i) {
+      free_chunks_.push_back(page->ChunkStart(i));
+    }
+    page->next_fresh_chunk.store(kChunksPerPage, std::memory_order_relaxed);
+  }
   // Reuse low addresses first.
   std::sort(free_chunks_.begin(), free_chunks_.end(), std::greater<>());
 }

@@ -90,7 +90,10 @@ void ThreadHeap::DropOldRegion() {
 
 void ThreadHeap::ResetNursery() {
   if (nursery_chunks_.empty()) return;
-  g_bytes_allocated.fetch_add(NurseryUsedBytes() - nursery_index_ * kChunkSize, std::memory_order_relaxed);
+  const size_t used = NurseryUsedBytes();
+  if (used > nursery_index_ * kChunkSize) {
+    g_bytes_allocated.fetch_add(used - nursery_index_ * kChunkSize, std::memory_order_relaxed);
+  }
   for (size_t i = 0; i <= nursery_index_ && i < nursery_chunks_.size(); ++i) {
     ChunkInfo& info = ChunkInfoOf(nursery_chunks_[i]);
 #ifdef REVKV_DEBUG_CHECKS

@@ -58,16 +58,18 @@ __attribute__((noinline)) void CaptureCalleeSavedRegisters(SavedRegisters* out) 
       :
       : "D"(out->words)  // rdi: a caller-saved register, so no callee-saved value is clobbered first
       : "memory");
-  out->words[6] = 0;
-  out->words[7] = 0;
+  for (int i = 6; i < SavedRegisters::kCount; ++i) out->words[i] = 0;
 #elif defined(__aarch64__)
-  // AAPCS64: x19-x28 and x29 (frame pointer) are preserved; we keep the first eight words.
+  // AAPCS64: x19-x28 and x29 (the frame pointer) are preserved; x30 (the link register) may hold a
+  // value too.
   register uintptr_t* words asm("x0") = out->words;  // caller-saved, so nothing preserved is clobbered
   asm volatile(
       "stp x19, x20, [%0, #0]\n\t"
       "stp x21, x22, [%0, #16]\n\t"
       "stp x23, x24, [%0, #32]\n\t"
       "stp x25, x26, [%0, #48]\n\t"
+      "stp x27, x28, [%0, #64]\n\t"
+      "stp x29, x30, [%0, #80]\n\t"
       :
       : "r"(words)
       : "memory");

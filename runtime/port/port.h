@@ -38,7 +38,7 @@ StackBounds CurrentThreadStackBounds();
 // keeps in one of them across a call to a blocking function is invisible on the stack; the scanner
 // reads this copy instead.
 struct SavedRegisters {
-  static constexpr int kCount = 8;
+  static constexpr int kCount = 12;
   uintptr_t words[kCount];
 };
 void CaptureCalleeSavedRegisters(SavedRegisters* out);

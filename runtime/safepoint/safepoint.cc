@@ -83,6 +83,7 @@ ThreadContext* ThreadRegistry::Register(std::string_view name) {
   tc->index = static_cast<uint16_t>(index + 1);  // 0 means "no owner"
   tc->state.store(ThreadState::kRunning, std::memory_order_relaxed);
   threads_.push_back(tc);
+  count_.store(static_cast<int>(threads_.size()), std::memory_order_relaxed);
   return tc;
 }
 
@@ -92,14 +93,13 @@ void ThreadRegistry::Unregister(ThreadContext* self) {
     std::lock_guard<std::mutex> lock(mu_);
     threads_.erase(std::find(threads_.begin(), threads_.end(), self));
     index_in_use_[self->index - 1] = false;
+    count_.store(static_cast<int>(threads_.size()), std::memory_order_relaxed);
   }
   delete self;
 }
 
-int ThreadRegistry::Count() {
-  std::lock_guard<std::mutex> lock(mu_);
-  return static_cast<int>(threads_.size());
-}
+// Without mu_: a registered thread blocking on it would hold up a stop-the-world.
+int ThreadRegistry::Count() { return count_.load(std::memory_order_relaxed); }
 
 uint64_t ThreadRegistry::StopTheWorld(ThreadContext* self) {
   mu_.lock();

@@ -76,6 +76,7 @@ class ThreadRegistry {
   std::mutex mu_;
   std::vector<ThreadContext*> threads_;     // guarded by mu_
   std::vector<bool> index_in_use_;          // guarded by mu_
+  std::atomic<int> count_{0};               // threads_.size(), readable without mu_
   std::atomic<uint32_t> epoch_{0};          // bumped each time a stopped world resumes (32 bits: futex)
 };
 

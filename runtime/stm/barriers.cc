@@ -106,10 +106,10 @@ void PossiblyUpdateChain(TxDescriptor* d, Object* g, Object* r, int hops, std::a
   }
 }
 
-// True if global `p` can be read as is: a head committed at or before the start time.
-bool ReadableAsIs(const TxDescriptor* d, Object* p, uint16_t flags) {
+// True if global `p`, whose h_revision was `v`, can be read as is: a head committed at or before the
+// start time.
+bool ReadableAsIs(const TxDescriptor* d, uintptr_t v, uint16_t flags) {
   if (flags & kPossiblyOutdated) return false;
-  const uintptr_t v = p->h_revision.load(std::memory_order_acquire);
   return !IsRevisionPointer(v) && v <= d->start_time;
 }
 }  // namespace
@@ -177,6 +177,9 @@ Object* Localize(TxDescriptor* d, Object* r) {
 // seed 000 DirectReadBarrier.
 Object* Tx::ReadBarrier(Object* p, Object* container, std::atomic<Object*>* slot) {
   if (p == nullptr) return p;
+  // First an acquire load of h_revision: it pairs with the release store that published p (a reference
+  // found in a fixed-up field was stored with relaxed order), so p's header and body are visible.
+  const uintptr_t v = p->h_revision.load(std::memory_order_acquire);
   const uint16_t flags = p->flags();
   if (!(flags & kGlobal)) return p;  // local: fast path
   // Immutable (non-versioned) objects never get a newer revision: nothing to validate or record.
@@ -184,7 +187,7 @@ Object* Tx::ReadBarrier(Object* p, Object* container, std::atomic<Object*>* slot
   TxDescriptor* d = d_;
   if (d->doomed) [[unlikely]] AbortTransaction(d, AbortCause::kDoomedByGc);
   Object* r = p;
-  if (!ReadableAsIs(d, p, flags)) {
+  if (!ReadableAsIs(d, v, flags)) {
     r = LatestGlobalRevision(d, p, container, slot);
     if (r->HasFlag(kPossiblyOutdated)) {
       auto it = d->global_to_local.find(r);
@@ -206,7 +209,9 @@ Object* Tx::WriteBarrier(Object* p) {
     if (IsRevisionPointer(original)) r = reinterpret_cast<Object*>(original);
   } else {
     if (d->doomed) [[unlikely]] AbortTransaction(d, AbortCause::kDoomedByGc);
-    r = ReadableAsIs(d, p, p->flags()) ? p : LatestGlobalRevision(d, p, nullptr, nullptr);
+    r = ReadableAsIs(d, p->h_revision.load(std::memory_order_acquire), p->flags())
+            ? p
+            : LatestGlobalRevision(d, p, nullptr, nullptr);
     w = Localize(d, r);
   }
   w->SetFlagsExclusive(w->flags() | kWritten);

@@ -25,6 +25,7 @@ std::atomic<uint64_t> g_global_cur_time{2};     // even; store revision = time /
 std::atomic<uint64_t> g_inevitable_start{2};    // the last committed time while g_global_cur_time == kInevitable
 std::atomic<uint64_t> g_retained{0};            // 0: no history is kept
 std::atomic<uint64_t> g_revisions_superseded{0};
+std::atomic<uint64_t> g_horizon_used{0};        // the highest horizon ever handed out for collapsing
 
 std::mutex g_descriptors_mu;  // guards creation and ForEachDescriptor
 std::atomic<TxDescriptor*> g_descriptors[kMaxThreadIndex];
@@ -49,6 +50,8 @@ uint64_t LastCommittedTime() {
 }
 
 void SetRetainedTime(uint64_t time) {
+  // Chains may already have been collapsed up to a horizon: older states are gone whatever we retain.
+  time = std::max(time, g_horizon_used.load(std::memory_order_seq_cst));
   uint64_t seen = g_retained.load(std::memory_order_seq_cst);
   while (time > seen && !g_retained.compare_exchange_weak(seen, time, std::memory_order_seq_cst)) {
   }
@@ -66,6 +69,9 @@ uint64_t SnapshotHorizon() {
     if (d == nullptr) continue;
     const uint64_t t = d->snapshot_time.load(std::memory_order_seq_cst);
     if (t != 0) h = std::min(h, t);
+  }
+  uint64_t used = g_horizon_used.load(std::memory_order_relaxed);
+  while (h > used && !g_horizon_used.compare_exchange_weak(used, h, std::memory_order_seq_cst)) {
   }
   return h;
 }

@@ -53,11 +53,16 @@ void CancelLocks(TxDescriptor* d) {
 // lock without polling (that committer is running and will finish).
 void AcquireLocks(TxDescriptor* d) {
   for (GcRoot& g : d->gcroots) {
+    int spins = 0;
     for (;;) {
       uintptr_t v = g.r->h_revision.load(std::memory_order_acquire);
       if (IsRevisionPointer(v)) AbortTransaction(d, AbortCause::kLock);  // has a more recent revision
-      if (IsLockValue(v)) {                                              // locked by someone else
-        port::CpuRelax();
+      if (IsLockValue(v)) {  // locked by someone else, who is running and will finish
+        if (++spins < 128) {
+          port::CpuRelax();
+        } else {
+          std::this_thread::yield();  // not a safepoint: we may hold locks ourselves
+        }
         continue;
       }
       if (g.r->h_revision.compare_exchange_weak(v, d->my_lock, std::memory_order_acq_rel, std::memory_order_relaxed)) {
@@ -341,7 +346,10 @@ absl::Status RunAtomically(const std::function<void(Tx&)>& body) {
       d->counters.aborts[static_cast<int>(abort.cause)].fetch_add(1, std::memory_order_relaxed);
       d->counters.retries.fetch_add(1, std::memory_order_relaxed);
       EndAttempt(d, /*committed=*/false);
-      Backoff(++aborts_in_row);
+      // An explicit Retry waits for other commits and must stay abortable: it does not count towards
+      // the progress guarantee (which makes the attempt inevitable).
+      if (abort.cause != AbortCause::kExplicit) ++aborts_in_row;
+      Backoff(std::max(aborts_in_row, 1));
     } catch (TxFailSignal& fail) {
       EndAttempt(d, /*committed=*/false);
       SetCurrentDescriptor(nullptr);

@@ -39,10 +39,14 @@ class StmCollectorClient final : public CollectorClient {
       if (slot.object == nullptr || slot.count < e.count) slot = TxDescriptor::RecentRead{moved, e.count};
     }
 
+    // A transaction that has written and read a revision that has since been replaced would fail
+    // validation at commit: doom it now. One that has only read commits without validation (its reads
+    // are consistent as of its start), so it is left alone.
+    bool writes = !d->gcroots.empty();
+    for (const auto& [r, l] : d->global_to_local) writes = writes || l->HasFlag(kWritten);
     for (Object*& r : d->list_of_read_objects) {
       r = relocator.Relocate(r);
-      // Doomed: the revision we read has been replaced (it would fail validation at commit).
-      if (kind == CollectionKind::kMajor && IsRevisionPointer(r->h_revision.load(std::memory_order_relaxed))) {
+      if (writes && kind == CollectionKind::kMajor && IsRevisionPointer(r->h_revision.load(std::memory_order_relaxed))) {
         d->doomed = true;
       }
     }

@@ -29,13 +29,16 @@ uint64_t PublishLatest(TxDescriptor* d) {
   }
 }
 
-// True if a reader at `time` must wait for the commit holding lock `v`: that commit's time is not yet
-// known, or it is at most `time` (the reader's snapshot includes it).
-bool MustWaitForLock(uintptr_t v, uint64_t time) {
+// True if a reader at `time` must wait for the commit holding lock `v` on `r`: that commit's time is not
+// yet known, or it is at most `time` (the reader's snapshot includes it). The holder may finish and
+// start another commit between our two loads, so the header is read again afterwards: if it no longer
+// holds the same lock, the time we read may belong to a later commit, and we look again.
+bool MustWaitForLock(const Object* r, uintptr_t v, uint64_t time) {
   const uint16_t holder = static_cast<uint16_t>((v - kLocked) / 2);
   TxDescriptor* d = DescriptorByIndex(holder);
   if (d == nullptr) return true;
-  const uint64_t t = d->commit_time_in_progress.load(std::memory_order_acquire);
+  const uint64_t t = d->commit_time_in_progress.load(std::memory_order_seq_cst);
+  if (r->h_revision.load(std::memory_order_seq_cst) != v) return true;  // changed: look again
   if (t == 0) return true;  // released meanwhile: look at the header again
   return t == kCommitPending || t <= time;
 }
@@ -58,7 +61,7 @@ Object* SnapshotTx::SnapshotRead(Object* p) {
       }
       return r;
     }
-    if (IsLockValue(v) && MustWaitForLock(v, time_)) {
+    if (IsLockValue(v) && MustWaitForLock(r, v, time_)) {
       if (++spins < 64) {
         port::CpuRelax();
       } else {

@@ -122,6 +122,8 @@ class ReadPtr {
   friend class Ref;
   template <class U>
   friend class ReadPtr;
+  template <class U>
+  friend class WritePtr;
   explicit ReadPtr(T* p) : p_(p) {}
   T* p_ = nullptr;
 };
