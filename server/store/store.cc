@@ -153,8 +153,26 @@ int64_t Store::Revision() const {
 
 void Store::UpdateRetention() {
   const int64_t current = Revision();
-  int64_t keep_from = compact_revision_.load(std::memory_order_acquire);
-  if (options_.history_revisions > 0) keep_from = std::max(keep_from, current - options_.history_revisions + 1);
+  const int64_t compact = compact_revision_.load(std::memory_order_acquire);
+  // The oldest revision each window keeps; a revision is kept while it is in either window.
+  int64_t keep_from = compact;
+  const bool by_count = options_.history_revisions > 0;
+  const bool by_time = options_.history_duration.count() > 0;
+  if (by_count || by_time) {
+    int64_t oldest = current;
+    if (by_count) oldest = std::min(oldest, current - options_.history_revisions + 1);
+    if (by_time) {
+      const auto now = std::chrono::steady_clock::now();
+      std::lock_guard<std::mutex> lock(history_mu_);
+      if (history_times_.empty() || history_times_.back().second != current) history_times_.emplace_back(now, current);
+      while (history_times_.size() > 1 && now - history_times_[1].first > options_.history_duration) {
+        history_times_.pop_front();
+      }
+      // The front entry is the newest revision older than the window: still current during it.
+      oldest = std::min(oldest, history_times_.front().second);
+    }
+    keep_from = std::max(keep_from, oldest);
+  }
   runtime::stm::SetRetainedTime(TimeOf(std::max<int64_t>(1, keep_from)));
 }
 

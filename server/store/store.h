@@ -11,10 +11,12 @@
 // messages (errors.h). Requests and responses are the etcdserverpb messages themselves: they are the
 // domain types of an etcd-compatible store, and the RPC layer only deals with the wire.
 //
-// History: past revisions are the older revisions of the object graph. The store keeps the last
-// `history_revisions` revisions readable (0: all of them until an explicit Compact), by telling the
-// runtime to retain them; Compact(rev) moves the start of the window forward. History lives in
-// memory: after a restart the oldest readable revision is the one recovered.
+// History: past revisions are the older revisions of the object graph. A revision stays readable while
+// it is one of the last `history_revisions` revisions or was committed within the last
+// `history_duration` (like etcd's auto-compaction in revision and periodic modes; with both off, until
+// an explicit Compact); the store tells the runtime to retain them. Compact(rev) moves the start of
+// the window forward. History lives in memory: after a restart the oldest readable revision is the
+// one recovered.
 //
 // Thread-safety: thread-safe. Every method must be called from a thread registered with the runtime
 // and outside any transaction. At most one Store exists in a process at a time (revisions are derived
@@ -22,6 +24,9 @@
 #pragma once
 
 #include <atomic>
+#include <chrono>
+#include <deque>
+#include <mutex>
 #include <cstdint>
 #include <functional>
 #include <memory>
@@ -45,7 +50,8 @@ struct StoreRoot;
 struct StoreOptions {
   int64_t max_txn_ops = 128;
   size_t max_request_bytes = 1572864;
-  int64_t history_revisions = 10000;  // 0: keep every revision until Compact
+  int64_t history_revisions = 10000;            // 0: this window is off
+  std::chrono::milliseconds history_duration{0};  // 0: this window is off
 };
 
 // A committed write: its response, and the log record to wait for before acknowledging (0 if the
@@ -115,6 +121,8 @@ class Store {
   const StoreOptions options_;
   Wal* wal_;
   runtime::GlobalRoot root_;
+  std::mutex history_mu_;
+  std::deque<std::pair<std::chrono::steady_clock::time_point, int64_t>> history_times_;  // guarded by history_mu_
   uint64_t time_base_ = 0;  // the runtime time of revision 1: written before any request, then read-only
   std::atomic<int64_t> compact_revision_{1};
   std::atomic<int64_t> key_count_{0};

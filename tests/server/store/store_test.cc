@@ -4,7 +4,11 @@
 
 #include <gtest/gtest.h>
 
+#include <atomic>
 #include <optional>
+#include <random>
+#include <thread>
+#include <vector>
 
 #include "runtime/heap/heap.h"
 #include "runtime/safepoint/safepoint.h"
@@ -156,6 +160,76 @@ TEST_F(StoreTest, ErrorsCarryEtcdMessages) {
   EXPECT_EQ(store_->Range(old).status().message(), "etcdserver: mvcc: required revision has been compacted");
   old.set_revision(3);
   EXPECT_TRUE(store_->Range(old).ok());
+}
+
+TEST_F(StoreTest, ARangeOver100kKeysSeesOneStateWhileTwoThreadsWrite) {
+  const int n = 100'000;
+  // Load in Txns of 100 puts; every value is 10, so the sum is 10 * n in every state.
+  for (int base = 0; base < n; base += 100) {
+    etcdserverpb::TxnRequest t;
+    for (int i = base; i < base + 100; ++i) {
+      auto* p = t.add_success()->mutable_request_put();
+      p->set_key("acct/" + std::to_string(1000000 + i));
+      p->set_value("10");
+    }
+    ASSERT_TRUE(store_->Txn(t).ok());
+  }
+  std::atomic<bool> stop{false};
+  std::atomic<int> writes{0};
+  std::vector<std::thread> writers;
+  for (int w = 0; w < 2; ++w) {
+    writers.emplace_back([&, w] {
+      runtime::ThreadRegistration r("writer");
+      std::mt19937 rng(static_cast<unsigned>(w));
+      while (!stop.load()) {
+        // Move 1 from one key to another in one Txn, guarded by both keys' mod revisions.
+        const std::string a = "acct/" + std::to_string(1000000 + static_cast<int>(rng() % n));
+        const std::string b = "acct/" + std::to_string(1000000 + static_cast<int>(rng() % n));
+        if (a == b) continue;
+        etcdserverpb::RangeRequest ra, rb;
+        ra.set_key(a);
+        rb.set_key(b);
+        auto va = store_->Range(ra);
+        auto vb = store_->Range(rb);
+        ASSERT_TRUE(va.ok() && vb.ok());
+        etcdserverpb::TxnRequest t;
+        for (const auto* kv : {&va->kvs(0), &vb->kvs(0)}) {
+          auto* c = t.add_compare();
+          c->set_key(kv->key());
+          c->set_target(etcdserverpb::Compare::MOD);
+          c->set_result(etcdserverpb::Compare::EQUAL);
+          c->set_mod_revision(kv->mod_revision());
+        }
+        auto* pa = t.add_success()->mutable_request_put();
+        pa->set_key(a);
+        pa->set_value(std::to_string(std::stoi(va->kvs(0).value()) - 1));
+        auto* pb = t.add_success()->mutable_request_put();
+        pb->set_key(b);
+        pb->set_value(std::to_string(std::stoi(vb->kvs(0).value()) + 1));
+        ASSERT_TRUE(store_->Txn(t).ok());
+        writes.fetch_add(1);
+      }
+    });
+  }
+  while (writes.load() < 50) std::this_thread::yield();
+  const int before = writes.load();
+  for (int scan = 0; scan < 3; ++scan) {
+    etcdserverpb::RangeRequest all;
+    all.set_key("acct/");
+    all.set_range_end("acct0");
+    auto r = store_->Range(all);
+    ASSERT_TRUE(r.ok());
+    ASSERT_EQ(r->kvs_size(), n);
+    int64_t sum = 0;
+    for (const auto& kv : r->kvs()) sum += std::stoll(kv.value());
+    ASSERT_EQ(sum, 10LL * n) << "the range saw a mix of states";
+  }
+  stop.store(true);
+  {
+    runtime::SafeRegion waiting;
+    for (auto& t : writers) t.join();
+  }
+  EXPECT_GT(writes.load(), before) << "writers kept committing during the scans";
 }
 
 }  // namespace
