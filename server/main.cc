@@ -52,11 +52,12 @@ EngineOptions EngineOptionsFrom(const ServerConfig& c) {
 }
 
 void LogCollection(const runtime::CollectionRecord& r) {
-  spdlog::debug("gc {} #{}: pause {:.3f} ms (to safepoint {:.3f} ms), heap {} -> {} KiB, copied {} KiB, "
-                "pinned {} chunks, revisions freed {} ({})",
-                runtime::CollectionKindName(r.kind), r.sequence, r.pause_nanos / 1e6, r.time_to_safepoint_nanos / 1e6,
-                r.heap_bytes_before >> 10, r.heap_bytes_after >> 10, r.bytes_copied >> 10, r.pinned_chunks,
-                r.revisions_freed, r.reason);
+  spdlog::debug(
+      "gc {} #{}: pause {:.3f} ms (to safepoint {:.3f} ms), heap {} -> {} KiB, copied {} KiB, "
+      "pinned {} chunks, revisions freed {} ({})",
+      runtime::CollectionKindName(r.kind), r.sequence, r.pause_nanos / 1e6, r.time_to_safepoint_nanos / 1e6,
+      r.heap_bytes_before >> 10, r.heap_bytes_after >> 10, r.bytes_copied >> 10, r.pinned_chunks,
+      r.revisions_freed, r.reason);
 }
 
 void LogSummary(ServerState& state) {
@@ -64,7 +65,8 @@ void LogSummary(ServerState& state) {
   const runtime::HistogramSnapshot major = runtime::PauseHistogram(runtime::CollectionKind::kMajor);
   spdlog::info("revision {}, {} keys; gc minor {} major {} (major p99 {:.2f} ms); heap {} MiB of {} MiB",
                state.engine->store().Revision(), state.engine->store().KeyCount(), gc.collections[0],
-               gc.collections[2], major.Quantile(0.99) / 1e6, gc.heap.committed_bytes >> 20, gc.heap.max_bytes >> 20);
+               gc.collections[2], major.Quantile(0.99) / 1e6, gc.heap.committed_bytes >> 20,
+               gc.heap.max_bytes >> 20);
 }
 
 int Main(int argc, char** argv) {
@@ -101,18 +103,20 @@ int Main(int argc, char** argv) {
   spdlog::info("recovery: {}", report.checkpoint.ToString());
   spdlog::info("recovery: {}", report.wal.ToString());
   if (report.wal.corruption.has_value()) {
-    spdlog::warn("the log was cut at {} offset {}: {}", report.wal.corruption->segment, report.wal.corruption->offset,
-                 report.wal.corruption->reason);
+    spdlog::warn("the log was cut at {} offset {}: {}", report.wal.corruption->segment,
+                 report.wal.corruption->offset, report.wal.corruption->reason);
   }
-  spdlog::info("recovered revision {} with {} keys in {} ms", report.revision, report.keys, report.duration.count());
+  spdlog::info("recovered revision {} with {} keys in {} ms", report.revision, report.keys,
+               report.duration.count());
 
   MetricsRegistry metrics;
   ServerState state;
   state.engine = engine->get();
   state.config = &config;
   state.metrics = &metrics;
-  state.start_unix_nanos = static_cast<uint64_t>(
-      std::chrono::duration_cast<std::chrono::nanoseconds>(std::chrono::system_clock::now().time_since_epoch()).count());
+  state.start_unix_nanos = static_cast<uint64_t>(std::chrono::duration_cast<std::chrono::nanoseconds>(
+                                                     std::chrono::system_clock::now().time_since_epoch())
+                                                     .count());
   RegisterServerMetrics(&state, &metrics);
   const int gc_log = runtime::AddCollectionListener(LogCollection);
 
@@ -135,11 +139,13 @@ int Main(int argc, char** argv) {
     ops->Handle("/healthz", [&](const HttpRequest&) {
       const absl::Status w = state.engine->write_status();
       return w.ok() ? HttpResponse::Text(200, "ok\n")
-                    : HttpResponse::Text(503, "read-only after a disk error: " + std::string(w.message()) + "\n");
+                    : HttpResponse::Text(503,
+                                         "read-only after a disk error: " + std::string(w.message()) + "\n");
     });
     ops->Handle("/debug/gc", [&](const HttpRequest& request) {
       ::revkv::v1::GetStatsResponse stats;
-      FillStats(&state, static_cast<uint32_t>(std::stoul(std::string(request.Query("recent", "64")))), &stats);
+      FillStats(&state, static_cast<uint32_t>(std::stoul(std::string(request.Query("recent", "64")))),
+                &stats);
       std::string json;
       google::protobuf::util::JsonPrintOptions print;
       print.add_whitespace = true;

@@ -1,9 +1,10 @@
 // Entry points of the collector: explicit collections, allocation slow paths, the client hook.
+#include "runtime/gc/collector.h"
+
 #include <atomic>
 #include <cstdio>
 #include <cstdlib>
 
-#include "runtime/gc/collector.h"
 #include "runtime/heap/page_space.h"
 #include "runtime/safepoint/safepoint.h"
 #include "runtime/safepoint/thread_context.h"

@@ -31,7 +31,8 @@ void RunWantedMajorCollection();
 // `unless_generation_past` is not kAlwaysCollect and a major collection completed after that generation
 // (while we waited for the collector mutex), returns without collecting again.
 inline constexpr uint64_t kAlwaysCollect = ~uint64_t{0};
-void RunMajorCollection(ThreadContext* self, const char* reason, uint64_t unless_generation_past = kAlwaysCollect);
+void RunMajorCollection(ThreadContext* self, const char* reason,
+                        uint64_t unless_generation_past = kAlwaysCollect);
 // Major collections completed so far.
 uint64_t MajorGeneration();
 // Runs a minor collection of `self`'s nursery.

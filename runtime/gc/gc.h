@@ -45,7 +45,7 @@ struct RootNode {
   Object* Get() const { return reinterpret_cast<Object*>(masked ^ kMask); }
   void Set(Object* o) { masked = reinterpret_cast<uintptr_t>(o) ^ kMask; }
 };
-void LinkRoot(RootNode* node);    // into the calling thread's root list
+void LinkRoot(RootNode* node);  // into the calling thread's root list
 void UnlinkRoot(RootNode* node);
 }  // namespace internal
 
@@ -163,21 +163,21 @@ class LatencyHistogram {
 // What one collection did.
 struct CollectionRecord {
   CollectionKind kind;
-  uint64_t sequence;              // 1, 2, ... per kind
-  uint64_t start_unix_nanos;      // wall clock at the start
-  uint64_t pause_nanos;           // stopped world (major) or the collecting thread's pause
+  uint64_t sequence;                 // 1, 2, ... per kind
+  uint64_t start_unix_nanos;         // wall clock at the start
+  uint64_t pause_nanos;              // stopped world (major) or the collecting thread's pause
   uint64_t time_to_safepoint_nanos;  // major: from the request until every thread stopped
-  uint64_t heap_bytes_before;     // committed chunks in use before / after
+  uint64_t heap_bytes_before;        // committed chunks in use before / after
   uint64_t heap_bytes_after;
-  uint64_t bytes_copied;          // moved by evacuation
-  uint64_t bytes_promoted;        // left the nursery (copied or promoted in place)
+  uint64_t bytes_copied;    // moved by evacuation
+  uint64_t bytes_promoted;  // left the nursery (copied or promoted in place)
   uint64_t objects_copied;
   uint64_t pinned_objects;
   uint64_t pinned_chunks;
   uint64_t pinned_bytes;
-  uint64_t revisions_freed;       // major: old revisions that did not survive
-  uint64_t chains_collapsed;      // major: references redirected to a newer revision
-  uint32_t threads;               // registered threads (major)
+  uint64_t revisions_freed;   // major: old revisions that did not survive
+  uint64_t chains_collapsed;  // major: references redirected to a newer revision
+  uint32_t threads;           // registered threads (major)
   std::string reason;
 };
 
@@ -185,13 +185,13 @@ struct CollectionRecord {
 struct GcStatistics {
   std::array<uint64_t, kCollectionKinds> collections{};
   std::array<uint64_t, kCollectionKinds> pause_nanos_total{};
-  uint64_t bytes_allocated = 0;    // by all threads (nursery and large), at chunk granularity
+  uint64_t bytes_allocated = 0;  // by all threads (nursery and large), at chunk granularity
   uint64_t bytes_copied = 0;
   uint64_t bytes_promoted = 0;
   uint64_t revisions_freed = 0;
   uint64_t chains_collapsed = 0;
   uint64_t allocation_failures = 0;
-  uint64_t safepoints = 0;         // stop-the-world operations
+  uint64_t safepoints = 0;  // stop-the-world operations
   HeapUsage heap;
   std::vector<CollectionRecord> recent;  // newest last; minor and major collections only
 };

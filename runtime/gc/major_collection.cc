@@ -36,8 +36,8 @@ namespace revkv::runtime {
 
 namespace {
 constexpr size_t kMinHoleBytes = 64;
-uint64_t g_nonhead_survivors = 0;     // collector mutex
-uint64_t g_superseded_at_last = 0;    // collector mutex
+uint64_t g_nonhead_survivors = 0;   // collector mutex
+uint64_t g_superseded_at_last = 0;  // collector mutex
 }  // namespace
 
 class MajorCollector final : public Relocator {
@@ -104,7 +104,8 @@ class MajorCollector final : public Relocator {
   // ----- step 1 -----
   void Condemn() {
     for (PageHeader* page : PageSpace::Get().SmallPages()) {
-      const size_t fresh = std::min<size_t>(page->next_fresh_chunk.load(std::memory_order_relaxed), kChunksPerPage);
+      const size_t fresh =
+          std::min<size_t>(page->next_fresh_chunk.load(std::memory_order_relaxed), kChunksPerPage);
       for (size_t i = 1; i < fresh; ++i) {
         ChunkInfo& info = page->chunk[i];
         info.gc_flags = 0;
@@ -231,7 +232,8 @@ class MajorCollector final : public Relocator {
       const uintptr_t v = c->h_revision.load(std::memory_order_relaxed);
       if (!IsRevisionPointer(v) || v == 0) return cur;
       auto* next = reinterpret_cast<Object*>(v);
-      const uint64_t t = static_cast<VersionedObject*>(Current(next))->h_commit_time.load(std::memory_order_relaxed);
+      const uint64_t t =
+          static_cast<VersionedObject*>(Current(next))->h_commit_time.load(std::memory_order_relaxed);
       if (t > horizon_) return cur;
       cur = next;
       if (cur != o) ++chains_collapsed_;
@@ -259,7 +261,8 @@ class MajorCollector final : public Relocator {
       if (n != target) o->h_revision.store(reinterpret_cast<uintptr_t>(n), std::memory_order_relaxed);
       if (global && LayoutOf(o->type()).versioned) ++nonhead_survivors_;
     } else if (IsLockValue(v)) {
-      std::fprintf(stderr, "revkv runtime: major collection found a locked header (%p)\n", static_cast<void*>(o));
+      std::fprintf(stderr, "revkv runtime: major collection found a locked header (%p)\n",
+                   static_cast<void*>(o));
       std::abort();
     }
   }
@@ -356,7 +359,8 @@ class MajorCollector final : public Relocator {
   void SetNextTrigger(size_t after) {
     const HeapOptions& o = RuntimeOptions();
     const size_t max = PageSpace::Get().MaxBytes();
-    size_t next = std::max(o.min_major_trigger_bytes, static_cast<size_t>(static_cast<double>(after) * o.major_growth_factor));
+    size_t next = std::max(o.min_major_trigger_bytes,
+                           static_cast<size_t>(static_cast<double>(after) * o.major_growth_factor));
     const size_t ceiling = max - max / 8;
     if (next > ceiling) next = std::max(ceiling, after + (max > after ? (max - after) / 2 : 0));
     PageSpace::Get().SetNextMajorTrigger(next);

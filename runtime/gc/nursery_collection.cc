@@ -43,7 +43,8 @@ class NurseryCollector final : public Relocator {
   void RunMinor() {
     self_->heap.RetireRegions();
     PinFromOwnStack();
-    for (internal::RootNode* n = self_->roots.next; n != &self_->roots; n = n->next) n->Set(Forward(n->Get()));
+    for (internal::RootNode* n = self_->roots.next; n != &self_->roots; n = n->next)
+      n->Set(Forward(n->Get()));
     for (std::atomic<Object*>* slot : self_->heap.remembered()) {
       Object* v = slot->load(std::memory_order_relaxed);
       if (v != nullptr && InMyNursery(v)) slot->store(Forward(v), std::memory_order_relaxed);
@@ -59,7 +60,8 @@ class NurseryCollector final : public Relocator {
   void RunLocal(std::span<Object*> roots) {
     self_->heap.RetireRegions();
     for (Object*& root : roots) root = Forward(root);
-    for (internal::RootNode* n = self_->roots.next; n != &self_->roots; n = n->next) n->Set(Forward(n->Get()));
+    for (internal::RootNode* n = self_->roots.next; n != &self_->roots; n = n->next)
+      n->Set(Forward(n->Get()));
     Drain();
     FinishInPlaceChunks();
     self_->heap.ResetNursery();

@@ -1,11 +1,12 @@
 // Precise roots: the per-thread Root<T> lists and the global root table (gc.h section 1).
+#include "runtime/gc/roots.h"
+
 #include <algorithm>
 #include <cstdio>
 #include <cstdlib>
 #include <mutex>
 #include <vector>
 
-#include "runtime/gc/roots.h"
 #include "runtime/safepoint/thread_context.h"
 
 namespace revkv::runtime {

@@ -27,7 +27,7 @@ namespace revkv::runtime {
 int HistogramSnapshot::BucketOf(uint64_t nanos) {
   if (nanos < kSubBuckets) return static_cast<int>(nanos);
   const int msb = 63 - std::countl_zero(nanos);  // >= 3
-  const int shift = msb - 3;                       // log2(kSubBuckets) == 3
+  const int shift = msb - 3;                     // log2(kSubBuckets) == 3
   const int sub = static_cast<int>((nanos >> shift) & (kSubBuckets - 1));
   return std::min((shift + 1) * kSubBuckets + sub, kBuckets - 1);
 }
@@ -76,7 +76,8 @@ void LatencyHistogram::Record(uint64_t nanos) {
 
 HistogramSnapshot LatencyHistogram::Snapshot() const {
   HistogramSnapshot s;
-  for (int i = 0; i < HistogramSnapshot::kBuckets; ++i) s.buckets[i] = buckets_[i].load(std::memory_order_relaxed);
+  for (int i = 0; i < HistogramSnapshot::kBuckets; ++i)
+    s.buckets[i] = buckets_[i].load(std::memory_order_relaxed);
   s.count = count_.load(std::memory_order_relaxed);
   s.sum_nanos = sum_.load(std::memory_order_relaxed);
   s.max_nanos = max_.load(std::memory_order_relaxed);
@@ -163,7 +164,8 @@ void RecordLocalCollection(uint64_t pause_nanos, uint64_t bytes_promoted) {
   shard.pause_nanos.fetch_add(pause_nanos, std::memory_order_relaxed);
   shard.bytes_promoted.fetch_add(bytes_promoted, std::memory_order_relaxed);
   shard.pauses.Record(pause_nanos);
-  if (Stats().listened_kinds.load(std::memory_order_relaxed) & (1u << static_cast<int>(CollectionKind::kLocal))) {
+  if (Stats().listened_kinds.load(std::memory_order_relaxed) &
+      (1u << static_cast<int>(CollectionKind::kLocal))) {
     CollectionRecord record{};
     record.kind = CollectionKind::kLocal;
     record.pause_nanos = pause_nanos;

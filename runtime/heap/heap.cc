@@ -59,8 +59,8 @@ void SetMaxHeapBytes(size_t bytes) {
 
 absl::StatusOr<Object*> Allocate(TypeId type, size_t size) {
   if (size > kMaxObjectSize) {  // before aligning: a size near SIZE_MAX would wrap
-    return absl::InvalidArgumentError(
-        absl::StrFormat("object of %u bytes exceeds the heap's largest object (%u bytes)", size, kMaxObjectSize));
+    return absl::InvalidArgumentError(absl::StrFormat(
+        "object of %u bytes exceeds the heap's largest object (%u bytes)", size, kMaxObjectSize));
   }
   size = AlignObjectSize(std::max(size, kMinObjectSize));
   ThreadContext* self = RequireThread();
@@ -73,8 +73,8 @@ absl::StatusOr<Object*> Allocate(TypeId type, size_t size) {
     return InitObject(p, type, size);
   }
   if (size > kMaxObjectSize) {
-    return absl::InvalidArgumentError(
-        absl::StrFormat("object of %u bytes exceeds the heap's largest object (%u bytes)", size, kMaxObjectSize));
+    return absl::InvalidArgumentError(absl::StrFormat(
+        "object of %u bytes exceeds the heap's largest object (%u bytes)", size, kMaxObjectSize));
   }
   char* p = AllocateLargeSlow(self, size);
   if (p == nullptr) return Exhausted(size);
@@ -130,8 +130,9 @@ Object* ResolveAmbiguousWord(uintptr_t word) {
       // The calling thread's current nursery chunk ends at its cursor, not at its published fringe.
       char* chunk = page->ChunkStart(index);
       ThreadContext* self = CurrentThread();
-      char* fringe = self != nullptr && self->heap.CurrentNurseryChunk() == chunk ? self->heap.nursery_cursor()
-                                                                                   : page->chunk[index].fringe;
+      char* fringe = self != nullptr && self->heap.CurrentNurseryChunk() == chunk
+                         ? self->heap.nursery_cursor()
+                         : page->chunk[index].fringe;
       return FindObjectInChunk(chunk, fringe, word);
     }
     case ChunkKind::kOld:

@@ -40,7 +40,7 @@ namespace revkv::runtime {
 inline constexpr size_t kPageShift = 23;
 inline constexpr size_t kPageSize = size_t{1} << kPageShift;  // 8 MiB, aligned at 8 MiB
 inline constexpr size_t kChunkShift = 14;
-inline constexpr size_t kChunkSize = size_t{1} << kChunkShift;  // 16 KiB
+inline constexpr size_t kChunkSize = size_t{1} << kChunkShift;    // 16 KiB
 inline constexpr size_t kChunksPerPage = kPageSize / kChunkSize;  // 512; chunk 0 is the page header
 inline constexpr size_t kObjectAlignment = 8;
 // Objects larger than this go to the large-object space, which never moves them.
@@ -167,11 +167,11 @@ struct TypeDescriptor {
     kRefs,   // a variable run of Field<> words after `tail_offset`
   };
   std::string name;
-  uint32_t fixed_size = 0;             // bytes, header included (the minimum size for tailed types)
-  std::vector<uint32_t> ref_offsets;   // byte offsets of Field<> words in the fixed part
+  uint32_t fixed_size = 0;            // bytes, header included (the minimum size for tailed types)
+  std::vector<uint32_t> ref_offsets;  // byte offsets of Field<> words in the fixed part
   Tail tail = Tail::kNone;
   uint32_t tail_offset = 0;
-  bool versioned = false;              // derives from VersionedObject: the STM may write it
+  bool versioned = false;  // derives from VersionedObject: the STM may write it
 
   // Descriptor of a fixed-size type T (deriving from Object) with the given Field<> members.
   template <class T, class... Members>
@@ -234,11 +234,11 @@ inline TypeId TypeIdOf<Bytes>() {
 // ---------------------------------------------------------------------------------------------------
 
 struct HeapOptions {
-  size_t max_heap_bytes = size_t{2} << 30;   // nursery + old + large; allocation fails beyond it
-  size_t nursery_bytes = size_t{4} << 20;    // per registered thread
+  size_t max_heap_bytes = size_t{2} << 30;            // nursery + old + large; allocation fails beyond it
+  size_t nursery_bytes = size_t{4} << 20;             // per registered thread
   size_t min_major_trigger_bytes = size_t{64} << 20;  // no major collection below this much in use
-  double major_growth_factor = 2.0;          // next major when in-use bytes reach live * factor
-  size_t retained_free_pages = 4;            // free pages kept committed; the rest go back to the OS
+  double major_growth_factor = 2.0;                   // next major when in-use bytes reach live * factor
+  size_t retained_free_pages = 4;                     // free pages kept committed; the rest go back to the OS
 };
 
 // Starts the runtime with `options`. The first call wins; later calls return the options in effect.

@@ -25,12 +25,12 @@
 namespace revkv::runtime {
 
 enum class ChunkKind : uint8_t {
-  kFree = 0,             // unused; may be handed out
-  kHeader = 1,           // chunk 0 of a page
+  kFree = 0,                          // unused; may be handed out
+  kHeader = 1,                        // chunk 0 of a page
   kNursery = internal::kNurseryKind,  // part of a thread's nursery (local objects only)
-  kOld = 3,              // old space: objects that survived a collection or were committed
-  kLargeHead = 4,        // first chunk of a large object's run
-  kLargeTail = 5,        // later chunk of a large object's run
+  kOld = 3,                           // old space: objects that survived a collection or were committed
+  kLargeHead = 4,                     // first chunk of a large object's run
+  kLargeTail = 5,                     // later chunk of a large object's run
 };
 
 enum class PageKind : uint8_t { kSmall, kLarge };
@@ -43,12 +43,12 @@ enum ChunkGcFlag : uint8_t {
 };
 
 struct ChunkInfo {
-  char* fringe;             // end of parseable data (invariant 1)
-  uint32_t run_chunks;      // kLargeHead: chunks in the run; kLargeTail: index of the head chunk
-  uint32_t pinned_bytes;    // bytes of objects kept in place here by the last collection
-  uint16_t owner;           // thread index of the owner (nursery and allocation chunks)
-  uint8_t gc_flags;         // ChunkGcFlag
-  uint8_t has_holes;        // a kOld chunk with filler holes that allocation may reuse
+  char* fringe;           // end of parseable data (invariant 1)
+  uint32_t run_chunks;    // kLargeHead: chunks in the run; kLargeTail: index of the head chunk
+  uint32_t pinned_bytes;  // bytes of objects kept in place here by the last collection
+  uint16_t owner;         // thread index of the owner (nursery and allocation chunks)
+  uint8_t gc_flags;       // ChunkGcFlag
+  uint8_t has_holes;      // a kOld chunk with filler holes that allocation may reuse
 };
 
 struct PageHeader {
@@ -60,7 +60,7 @@ struct PageHeader {
   std::atomic<uint32_t> next_fresh_chunk;
   PageKind kind;
   bool in_use;
-  uint32_t live_chunks;     // chunks not kFree (page space lock or stopped world)
+  uint32_t live_chunks;  // chunks not kFree (page space lock or stopped world)
 
   char* base() { return reinterpret_cast<char*>(this); }
   char* ChunkStart(size_t index) { return base() + index * kChunkSize; }

@@ -93,7 +93,8 @@ PageHeader* PageSpace::TakePageLocked(PageKind kind) {
 
 void PageSpace::ReturnPageLocked(PageHeader* page) {
   page->in_use = false;
-  for (size_t i = 1; i < kChunksPerPage; ++i) page->chunk_kind[i].store(ChunkKind::kFree, std::memory_order_relaxed);
+  for (size_t i = 1; i < kChunksPerPage; ++i)
+    page->chunk_kind[i].store(ChunkKind::kFree, std::memory_order_relaxed);
   pages_in_use_.fetch_sub(1, std::memory_order_relaxed);
   if (warm_pages_.size() < retained_free_pages_) {
     warm_pages_.push_back(page);
@@ -240,8 +241,8 @@ void PageSpace::RebuildAfterCollection() {
     for (PageHeader* page : pages) {
       size_t live = 0;
       size_t highest = 0;
-      const size_t fresh = std::min<size_t>(page->next_fresh_chunk.load(std::memory_order_relaxed),
-                                            kChunksPerPage);
+      const size_t fresh =
+          std::min<size_t>(page->next_fresh_chunk.load(std::memory_order_relaxed), kChunksPerPage);
       for (size_t i = 1; i < kChunksPerPage; ++i) {
         const ChunkKind k = page->chunk_kind[i].load(std::memory_order_relaxed);
         if (k == ChunkKind::kFree) continue;
@@ -304,7 +305,8 @@ void PageSpace::SetPinnedFigures(size_t pinned_bytes, size_t pinned_chunks) {
 HeapUsage PageSpace::Usage() const {
   HeapUsage u{};
   auto chunks = [&](ChunkKind k) {
-    return static_cast<size_t>(std::max<int64_t>(0, chunks_by_kind_[KindIndex(k)].load(std::memory_order_relaxed)));
+    return static_cast<size_t>(
+        std::max<int64_t>(0, chunks_by_kind_[KindIndex(k)].load(std::memory_order_relaxed)));
   };
   u.max_bytes = MaxBytes();
   u.committed_bytes = pages_in_use_.load(std::memory_order_relaxed) * kPageSize;

@@ -90,13 +90,13 @@ class PageSpace {
   std::atomic<int> segment_count_{0};
   size_t segment_pages_ = 64;
   size_t retained_free_pages_ = 4;
-  std::vector<PageHeader*> warm_pages_;       // free and still committed (content is stale)
-  std::vector<PageHeader*> cold_pages_;       // free and decommitted or never touched (zero)
+  std::vector<PageHeader*> warm_pages_;  // free and still committed (content is stale)
+  std::vector<PageHeader*> cold_pages_;  // free and decommitted or never touched (zero)
   std::vector<PageHeader*> small_pages_;
   std::vector<PageHeader*> large_pages_;
-  std::vector<char*> free_chunks_;            // free chunks of in-use small pages
-  std::vector<char*> hole_chunks_;            // old chunks with holes
-  std::atomic<PageHeader*> current_{nullptr}; // small page with fresh chunks
+  std::vector<char*> free_chunks_;             // free chunks of in-use small pages
+  std::vector<char*> hole_chunks_;             // old chunks with holes
+  std::atomic<PageHeader*> current_{nullptr};  // small page with fresh chunks
   std::atomic<size_t> max_pages_{256};
   std::atomic<size_t> pages_in_use_{0};
   std::atomic<size_t> reserved_bytes_{0};

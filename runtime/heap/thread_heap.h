@@ -95,10 +95,10 @@ class ThreadHeap {
   std::vector<char*> nursery_chunks_;  // chunk bases, in allocation order
   size_t nursery_index_ = 0;           // chunk the cursor is in
   size_t nursery_target_chunks_ = 0;
-  BumpRegion nursery_;                 // to_chunk_end always true
+  BumpRegion nursery_;  // to_chunk_end always true
   BumpRegion old_;
-  char* hole_chunk_ = nullptr;         // a reused chunk whose holes old_ is filling
-  char* hole_scan_ = nullptr;          // where the search for the next hole in it resumes
+  char* hole_chunk_ = nullptr;                     // a reused chunk whose holes old_ is filling
+  char* hole_scan_ = nullptr;                      // where the search for the next hole in it resumes
   std::vector<std::atomic<Object*>*> remembered_;  // slots outside the nursery pointing into it
 };
 

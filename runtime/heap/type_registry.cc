@@ -52,8 +52,9 @@ TypeId RegisterType(TypeDescriptor descriptor) {
   r.descriptors.push_back(std::move(descriptor));
   const TypeDescriptor& d = r.descriptors.back();
   r.by_id[id] = &d;
-  g_type_layouts[id] = TypeLayout{d.fixed_size, d.tail_offset, d.ref_offsets.data(),
-                                  static_cast<uint16_t>(d.ref_offsets.size()), d.tail, d.versioned};
+  g_type_layouts[id] = TypeLayout{
+      d.fixed_size, d.tail_offset, d.ref_offsets.data(), static_cast<uint16_t>(d.ref_offsets.size()),
+      d.tail,       d.versioned};
   r.count.store(id + 1, std::memory_order_release);
   return static_cast<TypeId>(id);
 }

@@ -15,8 +15,8 @@ namespace revkv::runtime::port {
 void* ReserveAligned(size_t size, size_t alignment) {
   // Over-reserve by one alignment unit and trim both ends so the result is aligned.
   const size_t padded = size + alignment;
-  void* raw = mmap(nullptr, padded, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE,
-                   -1, 0);
+  void* raw =
+      mmap(nullptr, padded, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0);
   if (raw == MAP_FAILED) return nullptr;
   const uintptr_t start = reinterpret_cast<uintptr_t>(raw);
   const uintptr_t aligned = (start + alignment - 1) & ~(alignment - 1);

@@ -74,8 +74,10 @@ ThreadContext* ThreadRegistry::Register(std::string_view name) {
   std::lock_guard<std::mutex> lock(mu_);  // a running collection holds it: we are not yet counted
   auto free_index = std::find(index_in_use_.begin(), index_in_use_.end(), false);
   size_t index = static_cast<size_t>(free_index - index_in_use_.begin());
-  if (free_index == index_in_use_.end()) index_in_use_.push_back(true);
-  else *free_index = true;
+  if (free_index == index_in_use_.end())
+    index_in_use_.push_back(true);
+  else
+    *free_index = true;
   if (index >= 0xFFFF) {
     std::fprintf(stderr, "revkv runtime: too many registered threads\n");
     std::abort();

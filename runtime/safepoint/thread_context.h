@@ -27,18 +27,19 @@ enum class ThreadState : uint32_t {
 };
 
 struct ThreadContext {
-  uint16_t index = 0;                         // small id: chunk owner, STM lock values
+  uint16_t index = 0;  // small id: chunk owner, STM lock values
   std::string name;
   std::atomic<ThreadState> state{ThreadState::kRunning};  // written by the owner, read by the collector
-  uintptr_t stack_high = 0;                   // base of the stack (immutable)
-  uintptr_t stack_low = 0;                    // lowest address of the stack (immutable)
-  std::atomic<uintptr_t> stack_top{0};        // published at safepoints and safe-region entry
-  port::SavedRegisters registers{};           // captured with stack_top
-  int safe_region_depth = 0;                  // owner only
-  bool in_collection = false;                 // owner only: a minor or local collection is running
+  uintptr_t stack_high = 0;                               // base of the stack (immutable)
+  uintptr_t stack_low = 0;                                // lowest address of the stack (immutable)
+  std::atomic<uintptr_t> stack_top{0};                    // published at safepoints and safe-region entry
+  port::SavedRegisters registers{};                       // captured with stack_top
+  int safe_region_depth = 0;                              // owner only
+  bool in_collection = false;  // owner only: a minor or local collection is running
   ThreadHeap heap;
-  internal::RootNode roots{&roots, &roots, internal::RootNode::kMask};  // sentinel of the thread's Root<T> list
-  void* client_state = nullptr;               // the STM's per-thread transaction state
+  internal::RootNode roots{&roots, &roots,
+                           internal::RootNode::kMask};  // sentinel of the thread's Root<T> list
+  void* client_state = nullptr;                         // the STM's per-thread transaction state
 };
 
 // The calling thread's context, or nullptr if it is not registered.
@@ -74,10 +75,10 @@ class ThreadRegistry {
   void WaitForWorldToResume(uint32_t epoch);
 
   std::mutex mu_;
-  std::vector<ThreadContext*> threads_;     // guarded by mu_
-  std::vector<bool> index_in_use_;          // guarded by mu_
-  std::atomic<int> count_{0};               // threads_.size(), readable without mu_
-  std::atomic<uint32_t> epoch_{0};          // bumped each time a stopped world resumes (32 bits: futex)
+  std::vector<ThreadContext*> threads_;  // guarded by mu_
+  std::vector<bool> index_in_use_;       // guarded by mu_
+  std::atomic<int> count_{0};            // threads_.size(), readable without mu_
+  std::atomic<uint32_t> epoch_{0};       // bumped each time a stopped world resumes (32 bits: futex)
 };
 
 // Publishes the calling thread's stack top and callee-saved registers for the scanner.

@@ -26,7 +26,9 @@ namespace revkv::runtime::stm {
 namespace {
 thread_local TxDescriptor* t_desc = nullptr;
 
-uint64_t CommitTimeOf(Object* o) { return static_cast<VersionedObject*>(o)->h_commit_time.load(std::memory_order_relaxed); }
+uint64_t CommitTimeOf(Object* o) {
+  return static_cast<VersionedObject*>(o)->h_commit_time.load(std::memory_order_relaxed);
+}
 
 // A reader waiting for a header lock: the holder is running and will release it soon (it never blocks
 // while holding header locks). We hold none, so we may stop for a collection.
@@ -139,12 +141,12 @@ Object* LatestGlobalRevision(TxDescriptor* d, Object* g, Object* /*container*/, 
       ++hops;
       continue;
     }
-    if (v > d->start_time) {          // too recent, or locked
+    if (v > d->start_time) {  // too recent, or locked
       if (IsLockValue(v)) {
         WaitForLockHolder(spins);
         continue;
       }
-      ValidateDuringTransaction(d);   // move start_time forward, or abort
+      ValidateDuringTransaction(d);  // move start_time forward, or abort
       continue;
     }
     break;
@@ -161,7 +163,8 @@ Object* Localize(TxDescriptor* d, Object* r) {
   absl::StatusOr<Object*> copy = Allocate(r->type(), size);  // may collect; r is pinned by our stack
   if (!copy.ok()) throw TxFailSignal{copy.status()};
   Object* l = *copy;
-  const auto* src = reinterpret_cast<const std::atomic<uint64_t>*>(reinterpret_cast<const char*>(r) + sizeof(Object));
+  const auto* src =
+      reinterpret_cast<const std::atomic<uint64_t>*>(reinterpret_cast<const char*>(r) + sizeof(Object));
   auto* dst = reinterpret_cast<uint64_t*>(reinterpret_cast<char*>(l) + sizeof(Object));
   for (size_t i = 0; i < (size - sizeof(Object)) / sizeof(uint64_t); ++i) {
     dst[i] = src[i].load(std::memory_order_relaxed);
@@ -185,7 +188,8 @@ Object* Tx::ReadBarrier(Object* p, Object* container, std::atomic<Object*>* slot
   // Immutable (non-versioned) objects never get a newer revision: nothing to validate or record.
   if (!LayoutOf(p->type()).versioned) return p;
   TxDescriptor* d = d_;
-  if (d->doomed) [[unlikely]] AbortTransaction(d, AbortCause::kDoomedByGc);
+  if (d->doomed) [[unlikely]]
+    AbortTransaction(d, AbortCause::kDoomedByGc);
   Object* r = p;
   if (!ReadableAsIs(d, v, flags)) {
     r = LatestGlobalRevision(d, p, container, slot);
@@ -208,7 +212,8 @@ Object* Tx::WriteBarrier(Object* p) {
     const uintptr_t original = w->h_revision.load(std::memory_order_relaxed);
     if (IsRevisionPointer(original)) r = reinterpret_cast<Object*>(original);
   } else {
-    if (d->doomed) [[unlikely]] AbortTransaction(d, AbortCause::kDoomedByGc);
+    if (d->doomed) [[unlikely]]
+      AbortTransaction(d, AbortCause::kDoomedByGc);
     r = ReadableAsIs(d, p->h_revision.load(std::memory_order_acquire), p->flags())
             ? p
             : LatestGlobalRevision(d, p, nullptr, nullptr);
@@ -254,7 +259,9 @@ Ref<Bytes> Tx::NewBytes(std::string_view data) {
   return Ref<Bytes>::FromRaw(*b);
 }
 
-void Tx::PublishAtCommitRaw(GlobalRoot& root, Object* object) { d_->publish_at_commit.emplace_back(&root, object); }
+void Tx::PublishAtCommitRaw(GlobalRoot& root, Object* object) {
+  d_->publish_at_commit.emplace_back(&root, object);
+}
 void Tx::SetCommitAction(std::function<void(uint64_t)> action) { d_->commit_action = std::move(action); }
 void Tx::BecomeInevitable() { stm::BecomeInevitable(d_); }
 bool Tx::inevitable() const { return d_->is_inevitable; }

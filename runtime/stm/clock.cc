@@ -21,11 +21,12 @@
 namespace revkv::runtime::stm {
 
 namespace {
-std::atomic<uint64_t> g_global_cur_time{2};     // even; store revision = time / 2
-std::atomic<uint64_t> g_inevitable_start{2};    // the last committed time while g_global_cur_time == kInevitable
-std::atomic<uint64_t> g_retained{0};            // 0: no history is kept
+std::atomic<uint64_t> g_global_cur_time{2};  // even; store revision = time / 2
+std::atomic<uint64_t> g_inevitable_start{
+    2};                               // the last committed time while g_global_cur_time == kInevitable
+std::atomic<uint64_t> g_retained{0};  // 0: no history is kept
 std::atomic<uint64_t> g_revisions_superseded{0};
-std::atomic<uint64_t> g_horizon_used{0};        // the highest horizon ever handed out for collapsing
+std::atomic<uint64_t> g_horizon_used{0};  // the highest horizon ever handed out for collapsing
 
 std::mutex g_descriptors_mu;  // guards creation and ForEachDescriptor
 std::atomic<TxDescriptor*> g_descriptors[kMaxThreadIndex];
@@ -95,7 +96,9 @@ void TxDescriptor::ClearTransactionState() {
   is_inevitable = false;
 }
 
-TxDescriptor* DescriptorByIndex(uint16_t index) { return g_descriptors[index].load(std::memory_order_acquire); }
+TxDescriptor* DescriptorByIndex(uint16_t index) {
+  return g_descriptors[index].load(std::memory_order_acquire);
+}
 
 TxDescriptor* Descriptor() {
   void*& slot = ThreadClientState();

@@ -65,7 +65,8 @@ void AcquireLocks(TxDescriptor* d) {
         }
         continue;
       }
-      if (g.r->h_revision.compare_exchange_weak(v, d->my_lock, std::memory_order_acq_rel, std::memory_order_relaxed)) {
+      if (g.r->h_revision.compare_exchange_weak(v, d->my_lock, std::memory_order_acq_rel,
+                                                std::memory_order_relaxed)) {
         g.saved = v;
         break;
       }

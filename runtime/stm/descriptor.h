@@ -29,13 +29,13 @@
 
 namespace revkv::runtime::stm {
 
-inline constexpr uint64_t kInevitable = ~uint64_t{0};       // seed 000 INEVITABLE: odd, never a time
-inline constexpr uint64_t kCommitPending = ~uint64_t{0};    // invariant 2
+inline constexpr uint64_t kInevitable = ~uint64_t{0};     // seed 000 INEVITABLE: odd, never a time
+inline constexpr uint64_t kCommitPending = ~uint64_t{0};  // invariant 2
 inline constexpr size_t kMaxThreadIndex = 1 << 16;
-inline constexpr uint32_t kLocalizeThreshold = 8;           // AddInReadSet: reads before localizing
-inline constexpr uint32_t kRecentReadsSlots = 1024;         // recent_reads_cache size (power of two)
-inline constexpr uint32_t kRarelyPeriod = 64;               // PossiblyUpdateChain: one in this many
-inline constexpr int kInevitableAfterAborts = 32;           // progress guarantee in RunAtomically
+inline constexpr uint32_t kLocalizeThreshold = 8;    // AddInReadSet: reads before localizing
+inline constexpr uint32_t kRecentReadsSlots = 1024;  // recent_reads_cache size (power of two)
+inline constexpr uint32_t kRarelyPeriod = 64;        // PossiblyUpdateChain: one in this many
+inline constexpr int kInevitableAfterAborts = 32;    // progress guarantee in RunAtomically
 
 // The private abort signal: thrown by AbortTransaction, caught only by RunAtomically.
 struct TxAbortSignal {
@@ -84,16 +84,16 @@ struct TxDescriptor {
     uint32_t count;
   };
   RecentRead recent_reads_cache[kRecentReadsSlots] = {};
-  const uintptr_t my_lock;              // kLocked + 2 * thread index: odd, >= kLocked
+  const uintptr_t my_lock;  // kLocked + 2 * thread index: odd, >= kLocked
   std::vector<GcRoot> gcroots;
-  std::vector<Object*> new_versioned;   // objects the committing transaction created (LocalCollect)
+  std::vector<Object*> new_versioned;  // objects the committing transaction created (LocalCollect)
 
   // ----- revkv additions -----
   TxMode mode = TxMode::kNone;
   uint16_t thread_index;
   uint32_t rarely_counter = 0;
-  bool doomed = false;                  // a collection found the read set outdated
-  uint64_t last_commit_time = 0;        // ThisThreadLastCommitTime
+  bool doomed = false;            // a collection found the read set outdated
+  uint64_t last_commit_time = 0;  // ThisThreadLastCommitTime
   std::function<void(uint64_t)> commit_action;
   std::vector<std::pair<GlobalRoot*, Object*>> publish_at_commit;
   std::atomic<uint64_t> commit_time_in_progress{0};  // invariant 2

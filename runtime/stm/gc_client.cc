@@ -24,7 +24,8 @@ class StmCollectorClient final : public CollectorClient {
     if (!d->global_to_local.empty()) {
       absl::flat_hash_map<Object*, Object*> moved;
       moved.reserve(d->global_to_local.size());
-      for (const auto& [r, l] : d->global_to_local) moved.emplace(relocator.Relocate(r), relocator.Relocate(l));
+      for (const auto& [r, l] : d->global_to_local)
+        moved.emplace(relocator.Relocate(r), relocator.Relocate(l));
       d->global_to_local.swap(moved);
     }
 
@@ -46,7 +47,8 @@ class StmCollectorClient final : public CollectorClient {
     for (const auto& [r, l] : d->global_to_local) writes = writes || l->HasFlag(kWritten);
     for (Object*& r : d->list_of_read_objects) {
       r = relocator.Relocate(r);
-      if (writes && kind == CollectionKind::kMajor && IsRevisionPointer(r->h_revision.load(std::memory_order_relaxed))) {
+      if (writes && kind == CollectionKind::kMajor &&
+          IsRevisionPointer(r->h_revision.load(std::memory_order_relaxed))) {
         d->doomed = true;
       }
     }
@@ -61,7 +63,9 @@ class StmCollectorClient final : public CollectorClient {
     for (Object*& o : d->new_versioned) o = relocator.Relocate(o);
   }
 
-  uint64_t RevisionsSuperseded() override { return stm::RevisionsSuperseded().load(std::memory_order_relaxed); }
+  uint64_t RevisionsSuperseded() override {
+    return stm::RevisionsSuperseded().load(std::memory_order_relaxed);
+  }
 };
 
 }  // namespace

@@ -97,8 +97,8 @@ absl::Status RunSnapshot(uint64_t time, const std::function<void(SnapshotTx&)>& 
     }
     if (time < latest && (retained == 0 || time < retained)) {
       d->snapshot_time.store(0, std::memory_order_release);
-      return absl::FailedPreconditionError(
-          absl::StrFormat("time %d is no longer retained (oldest retained %d)", time, retained == 0 ? latest : retained));
+      return absl::FailedPreconditionError(absl::StrFormat(
+          "time %d is no longer retained (oldest retained %d)", time, retained == 0 ? latest : retained));
     }
     t = time;
   }

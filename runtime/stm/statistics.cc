@@ -40,7 +40,8 @@ StmStatistics GetStmStatistics() {
     if (d.snapshot_time.load(std::memory_order_acquire) != 0) {
       ++s.live_snapshots;
       const uint64_t started = d.snapshot_start_nanos.load(std::memory_order_relaxed);
-      if (started != 0 && now > started) s.oldest_snapshot_age_nanos = std::max(s.oldest_snapshot_age_nanos, now - started);
+      if (started != 0 && now > started)
+        s.oldest_snapshot_age_nanos = std::max(s.oldest_snapshot_age_nanos, now - started);
     }
   });
   s.revisions_superseded = RevisionsSuperseded().load(std::memory_order_relaxed);

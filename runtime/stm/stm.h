@@ -165,11 +165,11 @@ class WritePtr {
 
 // Why a transaction attempt was abandoned.
 enum class AbortCause : uint8_t {
-  kReadConflict = 0,   // a read or a validation found an object newer than the start time
-  kLock = 1,           // a written object's head was no longer the newest when locking it
-  kValidation = 2,     // validation at commit (or when becoming inevitable) failed
-  kDoomedByGc = 3,     // a collection found the read set holding an outdated revision
-  kExplicit = 4,       // the body called Retry()
+  kReadConflict = 0,  // a read or a validation found an object newer than the start time
+  kLock = 1,          // a written object's head was no longer the newest when locking it
+  kValidation = 2,    // validation at commit (or when becoming inevitable) failed
+  kDoomedByGc = 3,    // a collection found the read set holding an outdated revision
+  kExplicit = 4,      // the body called Retry()
 };
 inline constexpr int kAbortCauses = 5;
 
@@ -189,7 +189,8 @@ class Tx {
   ReadPtr<T> Read(const ReadPtr<C>& container, Field<T> C::*member) {
     C* c = const_cast<C*>(container.get());
     Field<T>& f = c->*member;
-    return ReadPtr<T>(static_cast<T*>(ReadBarrier(f.Load(), c, reinterpret_cast<std::atomic<Object*>*>(f.slot()))));
+    return ReadPtr<T>(
+        static_cast<T*>(ReadBarrier(f.Load(), c, reinterpret_cast<std::atomic<Object*>*>(f.slot()))));
   }
   // WriteBarrier: a writable local copy of the newest revision of `ref`. `ref` must be non-null and
   // of a versioned type. May allocate.
@@ -212,7 +213,8 @@ class Tx {
   }
   template <class T>
   WritePtr<T> NewWithTail(size_t tail_bytes) {
-    return WritePtr<T>(static_cast<T*>(AllocateLocal(TypeIdOf<T>(), DescribeType(TypeIdOf<T>()).tail_offset + tail_bytes)));
+    return WritePtr<T>(
+        static_cast<T*>(AllocateLocal(TypeIdOf<T>(), DescribeType(TypeIdOf<T>()).tail_offset + tail_bytes)));
   }
   // A new immutable byte string.
   Ref<Bytes> NewBytes(std::string_view data);
@@ -322,7 +324,8 @@ auto Atomically(F&& body) -> typename internal::ResultOf<std::invoke_result_t<F,
 // Runs `body(SnapshotTx&)` once, on the state as of time `time` (a past commit time), if the runtime
 // still keeps it (see SetRetainedTime); else FailedPrecondition. A future time is OutOfRange.
 template <class F>
-auto ReadOnlyAt(uint64_t time, F&& body) -> typename internal::ResultOf<std::invoke_result_t<F, SnapshotTx&>>::Type {
+auto ReadOnlyAt(uint64_t time, F&& body) ->
+    typename internal::ResultOf<std::invoke_result_t<F, SnapshotTx&>>::Type {
   using R = std::invoke_result_t<F, SnapshotTx&>;
   if constexpr (std::is_void_v<R>) {
     return internal::RunSnapshot(time, [&](SnapshotTx& tx) { body(tx); });
@@ -370,17 +373,17 @@ void InitializeStm();
 // ---------------------------------------------------------------------------------------------------
 
 struct StmStatistics {
-  uint64_t commits = 0;            // read-write transactions committed (with or without writes)
-  uint64_t write_commits = 0;      // ... that published revisions
-  uint64_t snapshot_reads = 0;     // snapshot transactions run
+  uint64_t commits = 0;         // read-write transactions committed (with or without writes)
+  uint64_t write_commits = 0;   // ... that published revisions
+  uint64_t snapshot_reads = 0;  // snapshot transactions run
   uint64_t aborts[kAbortCauses] = {};
   uint64_t retries = 0;
-  uint64_t inevitable = 0;         // transactions that became inevitable
+  uint64_t inevitable = 0;  // transactions that became inevitable
   uint64_t inevitable_wait_nanos = 0;
   uint64_t chains_compressed = 0;  // PossiblyUpdateChain compressions
   uint64_t auto_localizations = 0;
   uint64_t revisions_superseded = 0;
-  HistogramSnapshot read_set_sizes;   // "nanos" fields hold counts
+  HistogramSnapshot read_set_sizes;  // "nanos" fields hold counts
   HistogramSnapshot write_set_sizes;
   uint64_t live_snapshots = 0;
   uint64_t oldest_snapshot_age_nanos = 0;

@@ -74,8 +74,8 @@ absl::Status Engine::Recover(RecoveryReport* report) {
   };
   absl::StatusOr<CheckpointLoadResult> loaded =
       LoadNewestValidCheckpoint(fs_, checkpoint_dir_, [&](const CheckpointEntry& e) -> absl::Status {
-        batch.push_back(StoredKeyValue{std::string(e.key), std::string(e.value), e.create_revision, e.mod_revision,
-                                       e.version, e.lease});
+        batch.push_back(StoredKeyValue{std::string(e.key), std::string(e.value), e.create_revision,
+                                       e.mod_revision, e.version, e.lease});
         return batch.size() >= 4096 ? flush() : absl::OkStatus();
       });
   if (!loaded.ok()) return loaded.status();
@@ -98,14 +98,16 @@ absl::Status Engine::Recover(RecoveryReport* report) {
   wal_options.fsync_mode = options_.fsync_mode;
   wal_options.fsync_interval = options_.fsync_interval;
   wal_options.segment_bytes = options_.wal_segment_bytes;
-  absl::StatusOr<std::unique_ptr<Wal>> wal =
-      Wal::Open(wal_options, after, [&](int64_t revision, std::string_view payload) -> absl::Status {
+  absl::StatusOr<std::unique_ptr<Wal>> wal = Wal::Open(
+      wal_options, after,
+      [&](int64_t revision, std::string_view payload) -> absl::Status {
         if (revision != store_->Revision() + 1) {
-          return absl::DataLossError(absl::StrCat("log record of revision ", revision, " follows revision ",
-                                                  store_->Revision()));
+          return absl::DataLossError(
+              absl::StrCat("log record of revision ", revision, " follows revision ", store_->Revision()));
         }
         return store_->Replay(revision, payload);
-      }, &report->wal);
+      },
+      &report->wal);
   if (!wal.ok()) return wal.status();
   wal_ = std::move(*wal);
   store_->AttachWal(wal_.get());
@@ -140,8 +142,8 @@ absl::StatusOr<CheckpointStats> Engine::Checkpoint() {
     runtime::SafeRegion io;
     for (const StoredKeyValue& kv : batch) {
       if (!write_status.ok()) break;
-      write_status = writer->Add(CheckpointEntry{kv.key, kv.value, kv.create_revision, kv.mod_revision, kv.version,
-                                                 kv.lease});
+      write_status = writer->Add(
+          CheckpointEntry{kv.key, kv.value, kv.create_revision, kv.mod_revision, kv.version, kv.lease});
     }
     batch.clear();
   };
@@ -172,7 +174,8 @@ absl::StatusOr<CheckpointStats> Engine::Checkpoint() {
   stats.revision = info->revision;
   stats.entries = info->entry_count;
   stats.path = info->path;
-  stats.duration = std::chrono::duration_cast<std::chrono::milliseconds>(std::chrono::steady_clock::now() - start);
+  stats.duration =
+      std::chrono::duration_cast<std::chrono::milliseconds>(std::chrono::steady_clock::now() - start);
   {
     runtime::SafeRegion io;
     struct stat st;

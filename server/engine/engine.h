@@ -92,13 +92,13 @@ class Engine {
   std::unique_ptr<Store> store_;
   std::unique_ptr<Wal> wal_;
 
-  std::mutex checkpoint_mu_;                 // one checkpoint at a time
+  std::mutex checkpoint_mu_;  // one checkpoint at a time
   mutable std::mutex stats_mu_;
-  CheckpointStats last_checkpoint_;          // guarded by stats_mu_
+  CheckpointStats last_checkpoint_;  // guarded by stats_mu_
 
   std::mutex background_mu_;
   std::condition_variable background_cv_;
-  bool stopping_ = false;                    // guarded by background_mu_
+  bool stopping_ = false;  // guarded by background_mu_
   std::thread background_;
   bool closed_ = false;
 };

@@ -16,9 +16,9 @@ namespace revkv::server {
 namespace {
 
 uint64_t UnixNanos() {
-  return static_cast<uint64_t>(
-      std::chrono::duration_cast<std::chrono::nanoseconds>(std::chrono::system_clock::now().time_since_epoch())
-          .count());
+  return static_cast<uint64_t>(std::chrono::duration_cast<std::chrono::nanoseconds>(
+                                   std::chrono::system_clock::now().time_since_epoch())
+                                   .count());
 }
 
 }  // namespace
@@ -124,7 +124,8 @@ grpc::Status AdminService::GetStats(grpc::ServerContext*, const ::revkv::v1::Get
   return grpc::Status::OK;
 }
 
-grpc::Status AdminService::WatchGcEvents(grpc::ServerContext* context, const ::revkv::v1::WatchGcEventsRequest* request,
+grpc::Status AdminService::WatchGcEvents(grpc::ServerContext* context,
+                                         const ::revkv::v1::WatchGcEventsRequest* request,
                                          grpc::ServerWriter<::revkv::v1::GcEvent>* writer) {
   std::mutex mu;
   std::condition_variable cv;

@@ -29,8 +29,9 @@ class CallTag {
 template <class Service, class Request, class Response>
 class UnaryCall final : public CallTag {
  public:
-  using RequestMethod = void (Service::*)(grpc::ServerContext*, Request*, grpc::ServerAsyncResponseWriter<Response>*,
-                                          grpc::CompletionQueue*, grpc::ServerCompletionQueue*, void*);
+  using RequestMethod = void (Service::*)(grpc::ServerContext*, Request*,
+                                          grpc::ServerAsyncResponseWriter<Response>*, grpc::CompletionQueue*,
+                                          grpc::ServerCompletionQueue*, void*);
   using Handler = std::function<void(UnaryCall*)>;
 
   // Posts a call waiting for the next request of this method on `cq`.
@@ -71,7 +72,12 @@ class UnaryCall final : public CallTag {
  private:
   UnaryCall(Service* service, RequestMethod method, grpc::ServerCompletionQueue* cq,
             std::shared_ptr<const Handler> handler, const MethodMetrics* metrics)
-      : service_(service), method_(method), cq_(cq), handler_(std::move(handler)), metrics_(metrics), responder_(&context_) {}
+      : service_(service),
+        method_(method),
+        cq_(cq),
+        handler_(std::move(handler)),
+        metrics_(metrics),
+        responder_(&context_) {}
 
   Service* service_;
   RequestMethod method_;

@@ -35,13 +35,13 @@ void FinishWrite(Call* call, ServerState* state, absl::StatusOr<WriteResult<Resp
 }
 
 template <class Service, class Request, class Response>
-void Post(Service* service,
-          typename UnaryCall<Service, Request, Response>::RequestMethod method, grpc::ServerCompletionQueue* cq,
-          ServerState* state, const std::string& name,
+void Post(Service* service, typename UnaryCall<Service, Request, Response>::RequestMethod method,
+          grpc::ServerCompletionQueue* cq, ServerState* state, const std::string& name,
           std::function<void(UnaryCall<Service, Request, Response>*)> handler) {
   using Call = UnaryCall<Service, Request, Response>;
   UnaryCall<Service, Request, Response>::Post(
-      service, method, cq, std::make_shared<const typename Call::Handler>(std::move(handler)), &state->ForMethod(name));
+      service, method, cq, std::make_shared<const typename Call::Handler>(std::move(handler)),
+      &state->ForMethod(name));
 }
 
 }  // namespace
@@ -56,18 +56,15 @@ void PostEtcdCalls(EtcdServices* services, grpc::ServerCompletionQueue* cq, Serv
         state->FillHeader(r->mutable_header());
         call->Finish(*r, grpc::Status::OK);
       });
-  Post<KV::AsyncService, PutRequest, PutResponse>(kv, &KV::AsyncService::RequestPut, cq, state, "Put",
-                                                  [state](auto* call) {
-                                                    FinishWrite(call, state, state->engine->store().Put(call->request()));
-                                                  });
+  Post<KV::AsyncService, PutRequest, PutResponse>(
+      kv, &KV::AsyncService::RequestPut, cq, state, "Put",
+      [state](auto* call) { FinishWrite(call, state, state->engine->store().Put(call->request())); });
   Post<KV::AsyncService, DeleteRangeRequest, DeleteRangeResponse>(
-      kv, &KV::AsyncService::RequestDeleteRange, cq, state, "DeleteRange", [state](auto* call) {
-        FinishWrite(call, state, state->engine->store().DeleteRange(call->request()));
-      });
-  Post<KV::AsyncService, TxnRequest, TxnResponse>(kv, &KV::AsyncService::RequestTxn, cq, state, "Txn",
-                                                  [state](auto* call) {
-                                                    FinishWrite(call, state, state->engine->store().Txn(call->request()));
-                                                  });
+      kv, &KV::AsyncService::RequestDeleteRange, cq, state, "DeleteRange",
+      [state](auto* call) { FinishWrite(call, state, state->engine->store().DeleteRange(call->request())); });
+  Post<KV::AsyncService, TxnRequest, TxnResponse>(
+      kv, &KV::AsyncService::RequestTxn, cq, state, "Txn",
+      [state](auto* call) { FinishWrite(call, state, state->engine->store().Txn(call->request())); });
   Post<KV::AsyncService, CompactionRequest, CompactionResponse>(
       kv, &KV::AsyncService::RequestCompact, cq, state, "Compact", [state](auto* call) {
         absl::StatusOr<CompactionResponse> r = state->engine->store().Compact(call->request());
@@ -104,7 +101,8 @@ void PostEtcdCalls(EtcdServices* services, grpc::ServerCompletionQueue* cq, Serv
         if (absl::Status w = state->engine->write_status(); !w.ok()) {
           AlarmMember* m = r.add_alarms();
           m->set_memberid(state->config->member_id);
-          m->set_alarm(w.message().find("No space left on device") != std::string_view::npos ? NOSPACE : CORRUPT);
+          m->set_alarm(w.message().find("No space left on device") != std::string_view::npos ? NOSPACE
+                                                                                             : CORRUPT);
         }
         call->Finish(r, grpc::Status::OK);
       });

@@ -175,7 +175,8 @@ class PipelineCall final {
 
 }  // namespace
 
-void PostPipelineCall(::revkv::v1::KV::AsyncService* service, grpc::ServerCompletionQueue* cq, ServerState* state) {
+void PostPipelineCall(::revkv::v1::KV::AsyncService* service, grpc::ServerCompletionQueue* cq,
+                      ServerState* state) {
   new PipelineCall(service, cq, state);
 }
 

@@ -11,6 +11,7 @@
 namespace revkv::server {
 
 // Posts a call waiting for the next Pipeline stream on `cq`.
-void PostPipelineCall(::revkv::v1::KV::AsyncService* service, grpc::ServerCompletionQueue* cq, ServerState* state);
+void PostPipelineCall(::revkv::v1::KV::AsyncService* service, grpc::ServerCompletionQueue* cq,
+                      ServerState* state);
 
 }  // namespace revkv::server

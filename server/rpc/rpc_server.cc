@@ -47,7 +47,8 @@ absl::StatusOr<std::shared_ptr<grpc::ServerCredentials>> Credentials(const TlsCo
 }  // namespace
 
 RpcServer::RpcServer(ServerState* state)
-    : state_(state), pipeline_(std::make_unique<::revkv::v1::KV::AsyncService>()),
+    : state_(state),
+      pipeline_(std::make_unique<::revkv::v1::KV::AsyncService>()),
       admin_(std::make_unique<AdminService>(state)) {}
 
 RpcServer::~RpcServer() { Shutdown(std::chrono::milliseconds(0)); }

@@ -12,8 +12,8 @@
 #include <vector>
 
 #include "absl/status/status.h"
-#include "server/rpc/admin_service.h"
 #include "revkv/v1/kv.grpc.pb.h"
+#include "server/rpc/admin_service.h"
 #include "server/rpc/kv_service.h"
 #include "server/rpc/server_state.h"
 

@@ -12,8 +12,8 @@ namespace revkv::server {
 namespace {
 
 const std::vector<std::string>& Methods() {
-  static const std::vector<std::string> methods = {"Range",  "Put",        "DeleteRange", "Txn",  "Compact",
-                                                   "Status", "Alarm",      "MemberList",  "Pipeline"};
+  static const std::vector<std::string> methods = {"Range",  "Put",   "DeleteRange", "Txn",     "Compact",
+                                                   "Status", "Alarm", "MemberList",  "Pipeline"};
   return methods;
 }
 
@@ -36,7 +36,8 @@ void CollectRuntime(MetricWriter& w) {
   w.WriteHistogram("revkv_gc_time_to_safepoint_seconds",
                    "Time from a stop-the-world request until every thread had stopped.",
                    FromSnapshot(runtime::TimeToSafepointHistogram(), PauseBuckets()));
-  w.WriteCounter("revkv_gc_allocated_bytes_total", "Bytes allocated on the heap.", static_cast<double>(gc.bytes_allocated));
+  w.WriteCounter("revkv_gc_allocated_bytes_total", "Bytes allocated on the heap.",
+                 static_cast<double>(gc.bytes_allocated));
   w.WriteCounter("revkv_gc_copied_bytes_total", "Bytes moved by evacuating collections.",
                  static_cast<double>(gc.bytes_copied));
   w.WriteCounter("revkv_gc_promoted_bytes_total", "Bytes that left a nursery (copied or promoted in place).",
@@ -46,13 +47,16 @@ void CollectRuntime(MetricWriter& w) {
   w.WriteCounter("revkv_gc_allocation_failures_total", "Allocations refused because the heap was exhausted.",
                  static_cast<double>(gc.allocation_failures));
   const std::pair<const char*, size_t> spaces[] = {
-      {"nursery", gc.heap.nursery_bytes}, {"old", gc.heap.old_bytes},       {"large", gc.heap.large_bytes},
-      {"free", gc.heap.free_bytes},       {"committed", gc.heap.committed_bytes}, {"max", gc.heap.max_bytes}};
+      {"nursery", gc.heap.nursery_bytes},     {"old", gc.heap.old_bytes},
+      {"large", gc.heap.large_bytes},         {"free", gc.heap.free_bytes},
+      {"committed", gc.heap.committed_bytes}, {"max", gc.heap.max_bytes}};
   for (const auto& [space, bytes] : spaces) {
-    w.WriteGauge("revkv_heap_bytes", "Heap bytes by space (committed: pages in use; max: the configured maximum).",
+    w.WriteGauge("revkv_heap_bytes",
+                 "Heap bytes by space (committed: pages in use; max: the configured maximum).",
                  static_cast<double>(bytes), {{"space", space}});
   }
-  w.WriteGauge("revkv_heap_pinned_bytes", "Bytes of objects kept in place by ambiguous roots at the last collection.",
+  w.WriteGauge("revkv_heap_pinned_bytes",
+               "Bytes of objects kept in place by ambiguous roots at the last collection.",
                static_cast<double>(gc.heap.pinned_bytes));
   w.WriteGauge("revkv_heap_pinned_chunks", "Chunks holding pinned objects at the last collection.",
                static_cast<double>(gc.heap.pinned_chunks));
@@ -65,13 +69,17 @@ void CollectRuntime(MetricWriter& w) {
   w.WriteCounter("revkv_stm_snapshot_reads_total", "Read-only snapshot transactions.",
                  static_cast<double>(stm.snapshot_reads));
   for (int c = 0; c < runtime::stm::kAbortCauses; ++c) {
-    w.WriteCounter("revkv_stm_aborts_total", "Aborted transaction attempts, by cause.", static_cast<double>(stm.aborts[c]),
+    w.WriteCounter("revkv_stm_aborts_total", "Aborted transaction attempts, by cause.",
+                   static_cast<double>(stm.aborts[c]),
                    {{"cause", runtime::stm::AbortCauseName(static_cast<runtime::stm::AbortCause>(c))}});
   }
-  w.WriteCounter("revkv_stm_inevitable_total", "Transactions that became inevitable.", static_cast<double>(stm.inevitable));
-  w.WriteCounter("revkv_stm_inevitable_wait_seconds_total", "Time spent waiting for another inevitable transaction.",
+  w.WriteCounter("revkv_stm_inevitable_total", "Transactions that became inevitable.",
+                 static_cast<double>(stm.inevitable));
+  w.WriteCounter("revkv_stm_inevitable_wait_seconds_total",
+                 "Time spent waiting for another inevitable transaction.",
                  static_cast<double>(stm.inevitable_wait_nanos) / 1e9);
-  w.WriteGauge("revkv_stm_live_snapshots", "Snapshot transactions running now.", static_cast<double>(stm.live_snapshots));
+  w.WriteGauge("revkv_stm_live_snapshots", "Snapshot transactions running now.",
+               static_cast<double>(stm.live_snapshots));
   w.WriteGauge("revkv_stm_oldest_snapshot_age_seconds", "Age of the oldest running snapshot transaction.",
                static_cast<double>(stm.oldest_snapshot_age_nanos) / 1e9);
 }
@@ -90,16 +98,20 @@ void CollectStore(ServerState* state, MetricWriter& w) {
                  static_cast<double>(wal.bytes_written));
   w.WriteCounter("revkv_wal_records_total", "Records written to the write-ahead log.",
                  static_cast<double>(wal.records_written));
-  w.WriteCounter("revkv_wal_fsyncs_total", "fdatasync calls of log segments.", static_cast<double>(wal.fsyncs));
+  w.WriteCounter("revkv_wal_fsyncs_total", "fdatasync calls of log segments.",
+                 static_cast<double>(wal.fsyncs));
   CumulativeHistogram fsync;
   fsync.upper_bounds.assign(kLatencyBucketBounds.begin(), kLatencyBucketBounds.end());
-  fsync.cumulative_counts.assign(wal.fsync_latency.cumulative_counts.begin(), wal.fsync_latency.cumulative_counts.end());
+  fsync.cumulative_counts.assign(wal.fsync_latency.cumulative_counts.begin(),
+                                 wal.fsync_latency.cumulative_counts.end());
   fsync.count = wal.fsync_latency.count;
   fsync.sum = wal.fsync_latency.sum_seconds;
   w.WriteHistogram("revkv_wal_fsync_duration_seconds", "Duration of each fdatasync of the log.", fsync);
   const CheckpointStats ckpt = engine->last_checkpoint();
-  w.WriteGauge("revkv_checkpoint_revision", "Revision of the newest checkpoint.", static_cast<double>(ckpt.revision));
-  w.WriteGauge("revkv_checkpoint_duration_seconds", "Duration of the newest checkpoint taken by this process.",
+  w.WriteGauge("revkv_checkpoint_revision", "Revision of the newest checkpoint.",
+               static_cast<double>(ckpt.revision));
+  w.WriteGauge("revkv_checkpoint_duration_seconds",
+               "Duration of the newest checkpoint taken by this process.",
                std::chrono::duration<double>(ckpt.duration).count());
 }
 
@@ -121,10 +133,10 @@ const MethodMetrics& ServerState::ForMethod(const std::string& method) {
 }
 
 void RegisterServerMetrics(ServerState* state, MetricsRegistry* registry) {
-  CounterFamily& requests = registry->AddCounterFamily("revkv_requests_total", "gRPC requests handled, by method.",
-                                                       {"method"});
-  CounterFamily& errors = registry->AddCounterFamily("revkv_request_errors_total",
-                                                     "gRPC requests answered with an error, by method.", {"method"});
+  CounterFamily& requests =
+      registry->AddCounterFamily("revkv_requests_total", "gRPC requests handled, by method.", {"method"});
+  CounterFamily& errors = registry->AddCounterFamily(
+      "revkv_request_errors_total", "gRPC requests answered with an error, by method.", {"method"});
   HistogramFamily& latency = registry->AddHistogramFamily(
       "revkv_request_duration_seconds", "gRPC request latency (until the response is sent), by method.",
       {"method"}, LatencyBuckets());

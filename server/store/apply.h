@@ -89,8 +89,8 @@ class Applier {
 
   // Range at this transaction's state; `header_revision` is what the response header says.
   void Range(const etcdserverpb::RangeRequest& r, int64_t header_revision, etcdserverpb::RangeResponse* out) {
-    const bool filtered = r.min_mod_revision() != 0 || r.max_mod_revision() != 0 || r.min_create_revision() != 0 ||
-                          r.max_create_revision() != 0;
+    const bool filtered = r.min_mod_revision() != 0 || r.max_mod_revision() != 0 ||
+                          r.min_create_revision() != 0 || r.max_create_revision() != 0;
     const bool sorted = r.sort_order() != etcdserverpb::RangeRequest::NONE;
     int64_t fetch_limit = (sorted || filtered) ? 0 : r.limit();
     if (fetch_limit > 0) ++fetch_limit;  // one extra for `more`
@@ -104,8 +104,10 @@ class Applier {
       return true;
     });
     auto prune = [&](auto drop) { kvs.erase(std::remove_if(kvs.begin(), kvs.end(), drop), kvs.end()); };
-    if (r.max_mod_revision() != 0) prune([&](const KvRecord& k) { return k.mod_revision > r.max_mod_revision(); });
-    if (r.min_mod_revision() != 0) prune([&](const KvRecord& k) { return k.mod_revision < r.min_mod_revision(); });
+    if (r.max_mod_revision() != 0)
+      prune([&](const KvRecord& k) { return k.mod_revision > r.max_mod_revision(); });
+    if (r.min_mod_revision() != 0)
+      prune([&](const KvRecord& k) { return k.mod_revision < r.min_mod_revision(); });
     if (r.max_create_revision() != 0) {
       prune([&](const KvRecord& k) { return k.create_revision > r.max_create_revision(); });
     }
@@ -177,7 +179,8 @@ class Applier {
 
   // The branch taken at every level, in etcd's order (compareToPath), on the current state.
   void ComparePath(const etcdserverpb::TxnRequest& t, std::vector<bool>* path) {
-    const bool ok = std::all_of(t.compare().begin(), t.compare().end(), [&](const auto& c) { return Compare(c); });
+    const bool ok =
+        std::all_of(t.compare().begin(), t.compare().end(), [&](const auto& c) { return Compare(c); });
     path->push_back(ok);
     for (const auto& op : ok ? t.success() : t.failure()) {
       if (op.request_case() == etcdserverpb::RequestOp::kRequestTxn) ComparePath(op.request_txn(), path);
@@ -243,17 +246,20 @@ class Applier {
     auto cmp = [](int64_t a, int64_t b) { return a < b ? -1 : (a > b ? 1 : 0); };
     switch (c.target()) {
       case etcdserverpb::Compare::VALUE: {
-        const std::string& v = c.target_union_case() == etcdserverpb::Compare::kValue ? c.value() : std::string();
+        const std::string& v =
+            c.target_union_case() == etcdserverpb::Compare::kValue ? c.value() : std::string();
         const int r = kv.value.compare(v);
         result = r < 0 ? -1 : (r > 0 ? 1 : 0);
         break;
       }
       case etcdserverpb::Compare::CREATE:
-        result = cmp(kv.create_revision,
-                     c.target_union_case() == etcdserverpb::Compare::kCreateRevision ? c.create_revision() : 0);
+        result =
+            cmp(kv.create_revision,
+                c.target_union_case() == etcdserverpb::Compare::kCreateRevision ? c.create_revision() : 0);
         break;
       case etcdserverpb::Compare::MOD:
-        result = cmp(kv.mod_revision, c.target_union_case() == etcdserverpb::Compare::kModRevision ? c.mod_revision() : 0);
+        result = cmp(kv.mod_revision,
+                     c.target_union_case() == etcdserverpb::Compare::kModRevision ? c.mod_revision() : 0);
         break;
       case etcdserverpb::Compare::VERSION:
         result = cmp(kv.version, c.target_union_case() == etcdserverpb::Compare::kVersion ? c.version() : 0);
@@ -300,7 +306,8 @@ class Applier {
       }
     };
     if (order == etcdserverpb::RangeRequest::DESCEND) {
-      std::stable_sort(kvs->begin(), kvs->end(), [&](const KvRecord& a, const KvRecord& b) { return less(b, a); });
+      std::stable_sort(kvs->begin(), kvs->end(),
+                       [&](const KvRecord& a, const KvRecord& b) { return less(b, a); });
     } else {
       std::stable_sort(kvs->begin(), kvs->end(), less);
     }

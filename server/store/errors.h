@@ -23,8 +23,12 @@ inline absl::Status Compacted() {
 inline absl::Status FutureRevision() {
   return absl::OutOfRangeError("etcdserver: mvcc: required revision is a future revision");
 }
-inline absl::Status RequestTooLarge() { return absl::InvalidArgumentError("etcdserver: request is too large"); }
+inline absl::Status RequestTooLarge() {
+  return absl::InvalidArgumentError("etcdserver: request is too large");
+}
 inline absl::Status LeaseNotFound() { return absl::NotFoundError("etcdserver: requested lease not found"); }
-inline absl::Status NoSpace() { return absl::ResourceExhaustedError("etcdserver: mvcc: database space exceeded"); }
+inline absl::Status NoSpace() {
+  return absl::ResourceExhaustedError("etcdserver: mvcc: database space exceeded");
+}
 
 }  // namespace revkv::server::errors

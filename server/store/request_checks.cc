@@ -37,8 +37,8 @@ struct IntervalSet {
   }
 };
 
-absl::Status CheckIntervals(const google::protobuf::RepeatedPtrField<RequestOp>& reqs, std::set<std::string>* puts_out,
-                            IntervalSet* dels_out) {
+absl::Status CheckIntervals(const google::protobuf::RepeatedPtrField<RequestOp>& reqs,
+                            std::set<std::string>* puts_out, IntervalSet* dels_out) {
   IntervalSet dels;
   for (const RequestOp& req : reqs) {
     if (req.request_case() != RequestOp::kRequestDeleteRange) continue;
@@ -54,8 +54,10 @@ absl::Status CheckIntervals(const google::protobuf::RepeatedPtrField<RequestOp>&
     if (req.request_case() != RequestOp::kRequestTxn) continue;
     std::set<std::string> puts_then, puts_else;
     IntervalSet dels_then, dels_else;
-    if (absl::Status s = CheckIntervals(req.request_txn().success(), &puts_then, &dels_then); !s.ok()) return s;
-    if (absl::Status s = CheckIntervals(req.request_txn().failure(), &puts_else, &dels_else); !s.ok()) return s;
+    if (absl::Status s = CheckIntervals(req.request_txn().success(), &puts_then, &dels_then); !s.ok())
+      return s;
+    if (absl::Status s = CheckIntervals(req.request_txn().failure(), &puts_else, &dels_else); !s.ok())
+      return s;
     for (const std::string& k : puts_then) {
       if (puts.count(k) != 0 || dels.Intersects(k)) return errors::DuplicateKey();
       puts.insert(k);
@@ -151,6 +153,8 @@ absl::Status CheckTxnRequest(const etcdserverpb::TxnRequest& r, int64_t max_txn_
   return CheckIntervals(r.failure(), nullptr, nullptr);
 }
 
-bool IsTxnReadOnly(const etcdserverpb::TxnRequest& r) { return OpsReadOnly(r.success()) && OpsReadOnly(r.failure()); }
+bool IsTxnReadOnly(const etcdserverpb::TxnRequest& r) {
+  return OpsReadOnly(r.success()) && OpsReadOnly(r.failure());
+}
 
 }  // namespace revkv::server::store

@@ -15,11 +15,11 @@
 
 namespace revkv::server {
 
-using runtime::stm::SnapshotTx;
-using runtime::stm::Tx;
 using runtime::Bytes;
 using runtime::stm::ReadPtr;
 using runtime::stm::Ref;
+using runtime::stm::SnapshotTx;
+using runtime::stm::Tx;
 using runtime::stm::WritePtr;
 using store::Applier;
 using store::RevisionClock;
@@ -36,7 +36,8 @@ std::atomic<bool> g_store_exists{false};
 absl::Status Apply(Applier<Tx>& a, const etcdserverpb::PutRequest& r, etcdserverpb::PutResponse* out) {
   return a.Put(r, out);
 }
-absl::Status Apply(Applier<Tx>& a, const etcdserverpb::DeleteRangeRequest& r, etcdserverpb::DeleteRangeResponse* out) {
+absl::Status Apply(Applier<Tx>& a, const etcdserverpb::DeleteRangeRequest& r,
+                   etcdserverpb::DeleteRangeResponse* out) {
   a.DeleteRange(r, out);
   return absl::OkStatus();
 }
@@ -164,7 +165,8 @@ void Store::UpdateRetention() {
     if (by_time) {
       const auto now = std::chrono::steady_clock::now();
       std::lock_guard<std::mutex> lock(history_mu_);
-      if (history_times_.empty() || history_times_.back().second != current) history_times_.emplace_back(now, current);
+      if (history_times_.empty() || history_times_.back().second != current)
+        history_times_.emplace_back(now, current);
       while (history_times_.size() > 1 && now - history_times_[1].first > options_.history_duration) {
         history_times_.pop_front();
       }
@@ -186,7 +188,8 @@ absl::StatusOr<etcdserverpb::RangeResponse> Store::Range(const etcdserverpb::Ran
   const RevisionClock clock{time_base_};
   absl::Status s = runtime::stm::ReadOnlyAt(rev > 0 ? TimeOf(rev) : 0, [&](SnapshotTx& tx) {
     out.Clear();
-    const int64_t header = rev > 0 ? current : static_cast<int64_t>((tx.snapshot_time() - time_base_) / 2) + 1;
+    const int64_t header =
+        rev > 0 ? current : static_cast<int64_t>((tx.snapshot_time() - time_base_) / 2) + 1;
     Applier<SnapshotTx> a(tx, RootRef(), clock);
     a.Range(request, header, &out);
   });
@@ -197,7 +200,8 @@ absl::StatusOr<etcdserverpb::RangeResponse> Store::Range(const etcdserverpb::Ran
 }
 
 template <class Request, class Response>
-absl::StatusOr<WriteResult<Response>> Store::Write(const Request& request, char kind, int64_t replay_revision) {
+absl::StatusOr<WriteResult<Response>> Store::Write(const Request& request, char kind,
+                                                   int64_t replay_revision) {
   const bool replaying = replay_revision != 0;
   std::string payload;
   std::optional<WalReservation> reservation;
@@ -235,8 +239,8 @@ absl::StatusOr<WriteResult<Response>> Store::Write(const Request& request, char 
   const uint64_t serialized_at = runtime::stm::ThisThreadLastCommitTime();
   const int64_t read_revision = static_cast<int64_t>((serialized_at - time_base_) / 2) + 1;
   if (replaying && committed_revision != replay_revision) {
-    return absl::DataLossError(absl::StrCat("replaying revision ", replay_revision, " produced revision ",
-                                            committed_revision));
+    return absl::DataLossError(
+        absl::StrCat("replaying revision ", replay_revision, " produced revision ", committed_revision));
   }
   WriteResult<Response> result;
   result.revision = changed ? committed_revision : read_revision;
@@ -256,7 +260,8 @@ absl::StatusOr<WriteResult<etcdserverpb::PutResponse>> Store::Put(const etcdserv
 absl::StatusOr<WriteResult<etcdserverpb::DeleteRangeResponse>> Store::DeleteRange(
     const etcdserverpb::DeleteRangeRequest& request) {
   if (absl::Status s = store::CheckDeleteRequest(request); !s.ok()) return s;
-  return Write<etcdserverpb::DeleteRangeRequest, etcdserverpb::DeleteRangeResponse>(request, kRecordDeleteRange, 0);
+  return Write<etcdserverpb::DeleteRangeRequest, etcdserverpb::DeleteRangeResponse>(request,
+                                                                                    kRecordDeleteRange, 0);
 }
 
 absl::StatusOr<WriteResult<etcdserverpb::TxnResponse>> Store::Txn(const etcdserverpb::TxnRequest& request) {
@@ -285,7 +290,8 @@ absl::StatusOr<WriteResult<etcdserverpb::TxnResponse>> Store::Txn(const etcdserv
   return result;
 }
 
-absl::StatusOr<etcdserverpb::CompactionResponse> Store::Compact(const etcdserverpb::CompactionRequest& request) {
+absl::StatusOr<etcdserverpb::CompactionResponse> Store::Compact(
+    const etcdserverpb::CompactionRequest& request) {
   const int64_t current = Revision();
   const int64_t rev = request.revision();
   if (rev > current) return errors::FutureRevision();
@@ -309,14 +315,16 @@ absl::Status Store::ForEachAt(int64_t revision, const std::function<void(const S
   if (revision > 0 && revision < CompactRevision()) return errors::Compacted();
   const RevisionClock clock{time_base_};
   absl::Status s = runtime::stm::ReadOnlyAt(revision > 0 ? TimeOf(revision) : 0, [&](SnapshotTx& tx) {
-    if (snapshot_revision != nullptr) *snapshot_revision = static_cast<int64_t>((tx.snapshot_time() - time_base_) / 2) + 1;
+    if (snapshot_revision != nullptr)
+      *snapshot_revision = static_cast<int64_t>((tx.snapshot_time() - time_base_) / 2) + 1;
     Applier<SnapshotTx> a(tx, RootRef(), clock);
-    store::ForEachInRange(tx, RootRef(),
-                          store::MakeRange(std::string(), std::string(1, '\0')), [&](const ReadPtr<store::Entry>& e) {
-                            const store::KvRecord r = a.Record(e);
-                            visit(StoredKeyValue{r.key, r.value, r.create_revision, r.mod_revision, r.version, r.lease});
-                            return true;
-                          });
+    store::ForEachInRange(
+        tx, RootRef(), store::MakeRange(std::string(), std::string(1, '\0')),
+        [&](const ReadPtr<store::Entry>& e) {
+          const store::KvRecord r = a.Record(e);
+          visit(StoredKeyValue{r.key, r.value, r.create_revision, r.mod_revision, r.version, r.lease});
+          return true;
+        });
   });
   if (absl::IsFailedPrecondition(s)) return errors::Compacted();
   return s;
@@ -346,7 +354,8 @@ absl::Status Store::FinishLoad(int64_t revision, int64_t compact_revision) {
   // most 128 * R keys (a Txn writes at most 128), so batches of at least 256 keep the time below R's.
   const uint64_t target = TimeOf(revision);
   if (runtime::stm::LastCommittedTime() > target) {
-    return absl::DataLossError(absl::StrCat("the checkpoint at revision ", revision, " holds more keys than it can"));
+    return absl::DataLossError(
+        absl::StrCat("the checkpoint at revision ", revision, " holds more keys than it can"));
   }
   runtime::stm::AdvanceGlobalTime(target);
   // The states between the loading transactions are not revisions anyone wrote: nothing older than
@@ -363,20 +372,24 @@ absl::Status Store::Replay(int64_t revision, std::string_view payload) {
   switch (payload[0]) {
     case kRecordPut: {
       etcdserverpb::PutRequest r;
-      if (!r.ParseFromArray(body.data(), static_cast<int>(body.size()))) return absl::DataLossError("bad put record");
+      if (!r.ParseFromArray(body.data(), static_cast<int>(body.size())))
+        return absl::DataLossError("bad put record");
       s = Write<etcdserverpb::PutRequest, etcdserverpb::PutResponse>(r, kRecordPut, revision).status();
       break;
     }
     case kRecordDeleteRange: {
       etcdserverpb::DeleteRangeRequest r;
-      if (!r.ParseFromArray(body.data(), static_cast<int>(body.size()))) return absl::DataLossError("bad delete record");
-      s = Write<etcdserverpb::DeleteRangeRequest, etcdserverpb::DeleteRangeResponse>(r, kRecordDeleteRange, revision)
+      if (!r.ParseFromArray(body.data(), static_cast<int>(body.size())))
+        return absl::DataLossError("bad delete record");
+      s = Write<etcdserverpb::DeleteRangeRequest, etcdserverpb::DeleteRangeResponse>(r, kRecordDeleteRange,
+                                                                                     revision)
               .status();
       break;
     }
     case kRecordTxn: {
       etcdserverpb::TxnRequest r;
-      if (!r.ParseFromArray(body.data(), static_cast<int>(body.size()))) return absl::DataLossError("bad txn record");
+      if (!r.ParseFromArray(body.data(), static_cast<int>(body.size())))
+        return absl::DataLossError("bad txn record");
       s = Write<etcdserverpb::TxnRequest, etcdserverpb::TxnResponse>(r, kRecordTxn, revision).status();
       break;
     }

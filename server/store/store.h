@@ -25,11 +25,11 @@
 
 #include <atomic>
 #include <chrono>
-#include <deque>
-#include <mutex>
 #include <cstdint>
+#include <deque>
 #include <functional>
 #include <memory>
+#include <mutex>
 #include <string>
 #include <string_view>
 #include <vector>
@@ -50,7 +50,7 @@ struct StoreRoot;
 struct StoreOptions {
   int64_t max_txn_ops = 128;
   size_t max_request_bytes = 1572864;
-  int64_t history_revisions = 10000;            // 0: this window is off
+  int64_t history_revisions = 10000;              // 0: this window is off
   std::chrono::milliseconds history_duration{0};  // 0: this window is off
 };
 
@@ -89,7 +89,7 @@ class Store {
   absl::StatusOr<etcdserverpb::CompactionResponse> Compact(const etcdserverpb::CompactionRequest& request);
 
   // ----- state -----
-  int64_t Revision() const;             // the newest committed revision
+  int64_t Revision() const;  // the newest committed revision
   int64_t CompactRevision() const { return compact_revision_.load(std::memory_order_acquire); }
   int64_t KeyCount() const { return key_count_.load(std::memory_order_relaxed); }
   // The runtime time after the commit of `revision`, and back.
@@ -122,7 +122,8 @@ class Store {
   Wal* wal_;
   runtime::GlobalRoot root_;
   std::mutex history_mu_;
-  std::deque<std::pair<std::chrono::steady_clock::time_point, int64_t>> history_times_;  // guarded by history_mu_
+  std::deque<std::pair<std::chrono::steady_clock::time_point, int64_t>>
+      history_times_;       // guarded by history_mu_
   uint64_t time_base_ = 0;  // the runtime time of revision 1: written before any request, then read-only
   std::atomic<int64_t> compact_revision_{1};
   std::atomic<int64_t> key_count_{0};

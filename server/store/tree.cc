@@ -150,7 +150,9 @@ TypeDescriptor Inner::Describe() {
   return d;
 }
 
-TypeDescriptor StoreRoot::Describe() { return TypeDescriptor::Fixed<StoreRoot>("store.Root", &StoreRoot::tree); }
+TypeDescriptor StoreRoot::Describe() {
+  return TypeDescriptor::Fixed<StoreRoot>("store.Root", &StoreRoot::tree);
+}
 
 WritePtr<StoreRoot> NewTree(Tx& tx) {
   WritePtr<Leaf> leaf = tx.New<Leaf>();
@@ -210,7 +212,8 @@ void Insert(Tx& tx, const Ref<StoreRoot>& root, std::string_view key, const Ref<
     w->entries[j].Store(nullptr);
   }
   w->count = m;
-  InsertIntoParent(tx, root, path, path.depth - 1, Ref<Bytes>::FromRaw(right->keys[0].Load()), Ref<Node>(right));
+  InsertIntoParent(tx, root, path, path.depth - 1, Ref<Bytes>::FromRaw(right->keys[0].Load()),
+                   Ref<Node>(right));
 }
 
 bool Erase(Tx& tx, const Ref<StoreRoot>& root, std::string_view key) {

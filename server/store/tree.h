@@ -51,7 +51,7 @@ struct Entry : VersionedObject {
 };
 
 struct Node : VersionedObject {
-  uint32_t count;    // keys in a leaf; children in an inner node
+  uint32_t count;  // keys in a leaf; children in an inner node
   uint32_t is_leaf;
 };
 
@@ -73,7 +73,9 @@ struct StoreRoot : VersionedObject {
 };
 
 // Three-way comparison of byte strings (memcmp order, shorter first on a common prefix).
-inline int CompareKeys(std::string_view a, std::string_view b) { return a.compare(b) < 0 ? -1 : (a == b ? 0 : 1); }
+inline int CompareKeys(std::string_view a, std::string_view b) {
+  return a.compare(b) < 0 ? -1 : (a == b ? 0 : 1);
+}
 
 // A key range [begin, end); end empty means "to the end of the key space". etcd's single-key form is
 // expressed as [key, key + "\0").
@@ -208,8 +210,8 @@ WritePtr<StoreRoot> NewTree(runtime::stm::Tx& tx);
 
 // Inserts `entry` for `key` (absent from the tree), splitting nodes as needed. `key_bytes` is the
 // entry's key object. (Updating an existing key needs no tree change: write its Entry.)
-void Insert(runtime::stm::Tx& tx, const Ref<StoreRoot>& root, std::string_view key, const Ref<Bytes>& key_bytes,
-            const Ref<Entry>& entry);
+void Insert(runtime::stm::Tx& tx, const Ref<StoreRoot>& root, std::string_view key,
+            const Ref<Bytes>& key_bytes, const Ref<Entry>& entry);
 
 // Removes `key` from the tree; returns false if it was absent.
 bool Erase(runtime::stm::Tx& tx, const Ref<StoreRoot>& root, std::string_view key);

@@ -1,6 +1,8 @@
 // Tests of the collectors: pinning by ambiguous roots, moving and updating precise roots, deep
 // structures across many collections, reclamation under a heap maximum, exhaustion, the local
 // collection's promotion rules, remembered sets, pinned-chunk accounting and statistics.
+#include "runtime/gc/gc.h"
+
 #include <gtest/gtest.h>
 
 #include <atomic>
@@ -9,7 +11,6 @@
 #include <vector>
 
 #include "runtime/gc/collector.h"
-#include "runtime/gc/gc.h"
 #include "runtime/heap/heap.h"
 #include "tests/runtime/test_support.h"
 
@@ -158,7 +159,8 @@ TEST_F(GcTest, GarbageIsReclaimedWithinTheHeapMaximum) {
   while (allocated < total) {
     for (int i = 0; i < 1000; ++i) (void)NewNode(i);  // young garbage
     const size_t slot = rng() % 1000;
-    fan->slots()[slot].Store(NewNode(static_cast<int64_t>(slot), NewNode(1), NewNode(2)));  // old garbage later
+    fan->slots()[slot].Store(
+        NewNode(static_cast<int64_t>(slot), NewNode(1), NewNode(2)));  // old garbage later
     allocated += 1003 * sizeof(Node);
     peak_committed = std::max(peak_committed, GetHeapUsage().committed_bytes);
   }
@@ -233,8 +235,8 @@ TEST_F(GcTest, MajorCollectionScansNurseriesInPlace) {
 __attribute__((noinline)) void HoldPinnedObjectsAcrossCollections(size_t* pinned_while_held) {
   Node* volatile held[64];
   for (auto& h : held) h = NewNode(1);
-  CollectMinor();   // pinned in the nursery: their chunks are promoted in place
-  CollectMajor();   // pinned again in old space
+  CollectMinor();  // pinned in the nursery: their chunks are promoted in place
+  CollectMajor();  // pinned again in old space
   *pinned_while_held = GetHeapUsage().pinned_bytes;
   for (auto& h : held) EXPECT_EQ(h->value, 1);
   for (auto& h : held) h = nullptr;
@@ -315,9 +317,8 @@ TEST_F(GcTest, LocalCollectionPromotesMinorSurvivorsInPlace) {
 TEST_F(GcTest, StatisticsAndListenersReportEachCollection) {
   std::atomic<int> majors{0};
   std::atomic<int> minors{0};
-  const int id = AddCollectionListener([&](const CollectionRecord& r) {
-    (r.kind == CollectionKind::kMajor ? majors : minors).fetch_add(1);
-  });
+  const int id = AddCollectionListener(
+      [&](const CollectionRecord& r) { (r.kind == CollectionKind::kMajor ? majors : minors).fetch_add(1); });
   const GcStatistics before = GetGcStatistics();
   const uint64_t pauses_before = PauseHistogram(CollectionKind::kMajor).count;
   CollectMinor();

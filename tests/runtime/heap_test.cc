@@ -1,11 +1,12 @@
 // Tests of the heap: allocation, headers, type descriptors, resolution of ambiguous words, the
 // large-object space and heap accounting.
+#include "runtime/heap/heap.h"
+
 #include <gtest/gtest.h>
 
 #include <cstring>
 #include <vector>
 
-#include "runtime/heap/heap.h"
 #include "tests/runtime/test_support.h"
 
 namespace revkv::runtime::testing {
@@ -53,8 +54,8 @@ TEST_F(HeapTest, AmbiguousWordsResolveToTheObjectTheyPointInto) {
   for (Node* n : nodes) {
     const auto base = reinterpret_cast<uintptr_t>(n);
     EXPECT_EQ(ResolveAmbiguousWord(base), n);
-    EXPECT_EQ(ResolveAmbiguousWord(base + 8), n);               // interior: h_revision
-    EXPECT_EQ(ResolveAmbiguousWord(base + n->size() - 1), n);   // last byte
+    EXPECT_EQ(ResolveAmbiguousWord(base + 8), n);              // interior: h_revision
+    EXPECT_EQ(ResolveAmbiguousWord(base + n->size() - 1), n);  // last byte
   }
   int on_stack = 0;
   EXPECT_EQ(ResolveAmbiguousWord(reinterpret_cast<uintptr_t>(&on_stack)), nullptr);

@@ -1,6 +1,8 @@
 // Tests of threads, safepoints and stop-the-world: registration, safe regions that do not delay a
 // collection and cannot be left during one, and four mutator threads whose rooted structures are
 // checked against shadow models after every collection.
+#include "runtime/safepoint/safepoint.h"
+
 #include <gtest/gtest.h>
 
 #include <atomic>
@@ -12,7 +14,6 @@
 #include "runtime/gc/gc.h"
 #include "runtime/heap/heap.h"
 #include "runtime/port/port.h"
-#include "runtime/safepoint/safepoint.h"
 #include "tests/runtime/test_support.h"
 
 namespace revkv::runtime::testing {
@@ -63,8 +64,8 @@ TEST_F(SafepointTest, ThreadBlockedInASafeRegionDoesNotDelayACollection) {
 }
 
 TEST_F(SafepointTest, LeavingASafeRegionDuringACollectionBlocksUntilItEnds) {
-  std::atomic<int> phase{0};          // 1: thread in region; 2: collector told it to leave
-  std::atomic<uint64_t> left_at{0};   // when the thread got out of its region
+  std::atomic<int> phase{0};         // 1: thread in region; 2: collector told it to leave
+  std::atomic<uint64_t> left_at{0};  // when the thread got out of its region
   std::atomic<uint64_t> world_resumed_no_earlier_than{0};
   std::thread t([&] {
     ThreadRegistration r("leaver");
@@ -203,14 +204,16 @@ TEST_F(SafepointTest, FourThreadsMutateTheirStructuresWhileTheWorldStopsRepeated
   std::atomic<uint64_t> checks{0};
   std::vector<std::unique_ptr<Mutator>> mutators;
   std::vector<std::thread> threads;
-  for (int i = 0; i < 4; ++i) mutators.push_back(std::make_unique<Mutator>(seed + static_cast<uint64_t>(i), 512));
+  for (int i = 0; i < 4; ++i)
+    mutators.push_back(std::make_unique<Mutator>(seed + static_cast<uint64_t>(i), 512));
   for (int i = 0; i < 4; ++i) threads.emplace_back([&, i] { mutators[i]->Run(stop, checks); });
   // Several seconds, and at least 50 stops and 20 checks per mutator however slow the build is.
   const auto start = std::chrono::steady_clock::now();
   const auto duration = std::chrono::milliseconds(static_cast<int64_t>(4000 * Scale()) + 500);
   uint64_t majors = 0;
   while (std::chrono::steady_clock::now() < start + duration || majors < 50 || checks.load() < 4 * 20u) {
-    ASSERT_LT(std::chrono::steady_clock::now(), start + std::chrono::minutes(3)) << "mutators stopped progressing";
+    ASSERT_LT(std::chrono::steady_clock::now(), start + std::chrono::minutes(3))
+        << "mutators stopped progressing";
     std::this_thread::sleep_for(5ms);
     CollectMajor();
     ++majors;
@@ -222,7 +225,8 @@ TEST_F(SafepointTest, FourThreadsMutateTheirStructuresWhileTheWorldStopsRepeated
   const HistogramSnapshot tts = TimeToSafepointHistogram();
   std::printf("majors %llu, structure checks %llu, time-to-safepoint p50 %llu ns p99 %llu ns max %llu ns\n",
               static_cast<unsigned long long>(majors), static_cast<unsigned long long>(checks.load()),
-              static_cast<unsigned long long>(tts.Quantile(0.5)), static_cast<unsigned long long>(tts.Quantile(0.99)),
+              static_cast<unsigned long long>(tts.Quantile(0.5)),
+              static_cast<unsigned long long>(tts.Quantile(0.99)),
               static_cast<unsigned long long>(tts.max_nanos));
 }
 

@@ -2,6 +2,8 @@
 // sequential replay, read-only transactions that write nothing shared, inevitable transactions,
 // snapshot scans under a write load, bounded memory under overwrites, no lost update across
 // collections, and chain compression / auto-localization under concurrency.
+#include "runtime/stm/stm.h"
+
 #include <gtest/gtest.h>
 
 #include <algorithm>
@@ -15,7 +17,6 @@
 #include "runtime/gc/gc.h"
 #include "runtime/heap/heap.h"
 #include "runtime/safepoint/safepoint.h"
-#include "runtime/stm/stm.h"
 #include "tests/runtime/test_support.h"
 
 namespace revkv::runtime::testing {
@@ -140,7 +141,7 @@ TEST_F(StmTest, BankTransfersConserveTheTotalAndReallyConflict) {
 
 // One committed transaction of the serializability test: what it read and wrote, and when.
 struct Recorded {
-  uint64_t time;                             // ThisThreadLastCommitTime
+  uint64_t time;  // ThisThreadLastCommitTime
   std::vector<std::pair<size_t, int64_t>> reads;
   std::vector<std::pair<size_t, int64_t>> writes;
 };
@@ -199,20 +200,23 @@ TEST_F(StmTest, ReplayingCommittedTransactionsInTimeOrderReproducesEveryRead) {
   JoinAll(threads);
   // Writers commit at odd times (unique); read-only transactions serialize at their even start time,
   // after every writer with a smaller time. Replay in that order.
-  std::stable_sort(log.begin(), log.end(), [](const Recorded& a, const Recorded& b) { return a.time < b.time; });
+  std::stable_sort(log.begin(), log.end(),
+                   [](const Recorded& a, const Recorded& b) { return a.time < b.time; });
   std::vector<int64_t> state(keys, 0);
   for (size_t i = 0; i < log.size(); ++i) {
     const Recorded& rec = log[i];
     if (i > 0 && !rec.writes.empty()) {
       ASSERT_NE(log[i - 1].time, rec.time) << "two writers share a commit time";
     }
-    for (auto [k, v] : rec.reads) ASSERT_EQ(state[k], v) << "transaction at time " << rec.time << " read key " << k;
+    for (auto [k, v] : rec.reads)
+      ASSERT_EQ(state[k], v) << "transaction at time " << rec.time << " read key " << k;
     for (auto [k, v] : rec.writes) state[k] = v;
   }
   // The final state is what the replay says.
   ASSERT_TRUE(stm::ReadOnly([&](SnapshotTx& tx) {
                 auto tbl = tx.Read(table());
-                for (size_t k = 0; k < keys; ++k) EXPECT_EQ(tx.Read(Ref<Account>(tbl->at(k)))->balance, state[k]);
+                for (size_t k = 0; k < keys; ++k)
+                  EXPECT_EQ(tx.Read(Ref<Account>(tbl->at(k)))->balance, state[k]);
               }).ok());
 }
 
@@ -311,7 +315,8 @@ TEST_F(StmTest, OthersRunButDoNotCommitWhileATransactionIsInevitable) {
                   phase.store(1);
                   while (!other_ran.load()) std::this_thread::yield();
                   std::this_thread::sleep_for(50ms);
-                  EXPECT_FALSE(other_committed.load()) << "another transaction committed during an inevitable one";
+                  EXPECT_FALSE(other_committed.load())
+                      << "another transaction committed during an inevitable one";
                 }).ok());
   });
   while (phase.load() != 1) std::this_thread::yield();
@@ -383,7 +388,8 @@ TEST_F(StmTest, ASnapshotScanOf100kObjectsSeesOneStateWhileWritersCommit) {
   }
   while (writes.load() < 100) std::this_thread::yield();
   int scans = 0;
-  const auto end = std::chrono::steady_clock::now() + std::chrono::milliseconds(static_cast<int>(2000 * Scale()) + 200);
+  const auto end =
+      std::chrono::steady_clock::now() + std::chrono::milliseconds(static_cast<int>(2000 * Scale()) + 200);
   const uint64_t writes_before = writes.load();
   while (std::chrono::steady_clock::now() < end || scans < 3) {
     absl::StatusOr<int64_t> total = stm::ReadOnly([&](SnapshotTx& tx) {
@@ -402,7 +408,8 @@ TEST_F(StmTest, ASnapshotScanOf100kObjectsSeesOneStateWhileWritersCommit) {
   scanning.store(false);
   JoinAll(writers);
   EXPECT_GT(writes.load(), writes_before + 100) << "writers kept committing during the scans";
-  std::printf("%d scans of %zu objects, %llu writer commits\n", scans, n, static_cast<unsigned long long>(writes.load()));
+  std::printf("%d scans of %zu objects, %llu writer commits\n", scans, n,
+              static_cast<unsigned long long>(writes.load()));
 }
 
 TEST_F(StmTest, OverwritesKeepMemoryBoundedBecauseOldRevisionsAreFreed) {
@@ -416,7 +423,8 @@ TEST_F(StmTest, OverwritesKeepMemoryBoundedBecauseOldRevisionsAreFreed) {
   while (done < overwrites) {
     ASSERT_TRUE(stm::Atomically([&](Tx& tx) {
                   auto tbl = tx.Read(table());
-                  for (size_t k = 0; k < per_tx; ++k) tx.Write(Ref<Account>(tbl->at((done + k) % n)))->balance += 1;
+                  for (size_t k = 0; k < per_tx; ++k)
+                    tx.Write(Ref<Account>(tbl->at((done + k) % n)))->balance += 1;
                 }).ok());
     done += per_tx;
     if (done % 200'000 == 0) {
@@ -428,9 +436,10 @@ TEST_F(StmTest, OverwritesKeepMemoryBoundedBecauseOldRevisionsAreFreed) {
   CollectMajor();
   const GcStatistics g = GetGcStatistics();
   const size_t live = n * sizeof(Account) + n * sizeof(void*) + sizeof(Table);
-  std::printf("old space over %zu overwrites: peak %zu bytes before a collection, %zu after; live %zu; "
-              "revisions freed %llu\n",
-              overwrites, peak_before, peak_after, live, static_cast<unsigned long long>(g.revisions_freed));
+  std::printf(
+      "old space over %zu overwrites: peak %zu bytes before a collection, %zu after; live %zu; "
+      "revisions freed %llu\n",
+      overwrites, peak_before, peak_after, live, static_cast<unsigned long long>(g.revisions_freed));
   // Between two collections 20,000 transactions write 200,000 revisions; afterwards only the newest
   // revision of each account survives (chunk granularity: a few chunks).
   EXPECT_LT(peak_after, 4 * live + 4 * kChunkSize) << "old revisions must be freed";
@@ -463,7 +472,8 @@ TEST_F(StmTest, NoUpdateIsLostAcrossCollections) {
       for (; i <= per_thread || majors_during.load() < 20; ++i) {
         ASSERT_TRUE(stm::Atomically([&](Tx& tx) {
                       auto tbl = tx.Read(table());
-                      tx.Write(Ref<Account>(tbl->at(1 + t)))->balance = static_cast<int64_t>(i);  // blind write
+                      tx.Write(Ref<Account>(tbl->at(1 + t)))->balance =
+                          static_cast<int64_t>(i);  // blind write
                       if (i % 2 == 0) tx.Write(tx.Read(Ref<Account>(tbl->at(0))))->balance += 1;  // RMW
                     }).ok());
         if (i % 2 == 0) increments.fetch_add(1);
@@ -485,8 +495,10 @@ TEST_F(StmTest, NoUpdateIsLostAcrossCollections) {
   Join(collector);
   ASSERT_TRUE(stm::ReadOnly([&](SnapshotTx& tx) {
                 auto tbl = tx.Read(table());
-                EXPECT_EQ(tx.Read(Ref<Account>(tbl->at(0)))->balance, static_cast<int64_t>(increments.load()));
-                for (int t = 0; t < 4; ++t) EXPECT_EQ(tx.Read(Ref<Account>(tbl->at(1 + t)))->balance, blind_final[t]);
+                EXPECT_EQ(tx.Read(Ref<Account>(tbl->at(0)))->balance,
+                          static_cast<int64_t>(increments.load()));
+                for (int t = 0; t < 4; ++t)
+                  EXPECT_EQ(tx.Read(Ref<Account>(tbl->at(1 + t)))->balance, blind_final[t]);
               }).ok());
   EXPECT_GE(majors_during.load(), 20u);
 }
@@ -562,8 +574,10 @@ TEST_F(StmTest, ATransactionCommitsCorrectlyAfterACollectionInItsBody) {
   ASSERT_TRUE(stm::Atomically([&](Tx& tx) {
                 auto tbl = tx.Read(table());
                 int64_t seen = 0;
-                for (size_t k = 0; k < 32; ++k) seen += tx.Read(Ref<Account>(tbl->at(k)))->balance;  // read set
-                for (size_t k = 32; k < 64; ++k) tx.Write(Ref<Account>(tbl->at(k)))->balance = seen;  // write set
+                for (size_t k = 0; k < 32; ++k)
+                  seen += tx.Read(Ref<Account>(tbl->at(k)))->balance;  // read set
+                for (size_t k = 32; k < 64; ++k)
+                  tx.Write(Ref<Account>(tbl->at(k)))->balance = seen;  // write set
                 CollectMajor();  // moves what only the transaction state references; the body goes on
                 for (size_t k = 0; k < 32; ++k) EXPECT_EQ(tx.Read(Ref<Account>(tbl->at(k)))->balance, 1);
                 for (size_t k = 32; k < 64; ++k) EXPECT_EQ(tx.Read(Ref<Account>(tbl->at(k)))->balance, seen);

@@ -26,7 +26,9 @@ struct Node : Object {
   Field<Node> right;
   int64_t value;
   int64_t check;
-  static TypeDescriptor Describe() { return TypeDescriptor::Fixed<Node>("test.Node", &Node::left, &Node::right); }
+  static TypeDescriptor Describe() {
+    return TypeDescriptor::Fixed<Node>("test.Node", &Node::left, &Node::right);
+  }
 };
 
 // A node with a variable tail of references.
@@ -48,7 +50,9 @@ inline double Scale() {
   const char* s = std::getenv("REVKV_TEST_SCALE");
   return s != nullptr ? std::max(0.01, std::atof(s)) : 1.0;
 }
-inline size_t Scaled(size_t n) { return std::max<size_t>(1, static_cast<size_t>(static_cast<double>(n) * Scale())); }
+inline size_t Scaled(size_t n) {
+  return std::max<size_t>(1, static_cast<size_t>(static_cast<double>(n) * Scale()));
+}
 
 // The seed of a randomized test: REVKV_TEST_SEED if set, else random; printed so a failure reruns.
 inline uint64_t TestSeed() {

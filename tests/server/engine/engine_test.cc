@@ -3,12 +3,13 @@
 //
 // Each test runs the store in forked children, because a process holds one store and the runtime's
 // global time: the test process itself never starts the runtime, so forking it is safe.
+#include "server/engine/engine.h"
+
 #include <fcntl.h>
+#include <gtest/gtest.h>
 #include <signal.h>
 #include <sys/wait.h>
 #include <unistd.h>
-
-#include <gtest/gtest.h>
 
 #include <atomic>
 #include <chrono>
@@ -28,7 +29,6 @@
 
 #include "runtime/heap/heap.h"
 #include "runtime/safepoint/safepoint.h"
-#include "server/engine/engine.h"
 #include "server/wal/fault_injecting_file_system.h"
 
 namespace revkv::server {
@@ -78,14 +78,14 @@ int RunInChild(const std::function<int()>& body) {
   return WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status);
 }
 
-#define CHILD_CHECK(cond, ...)                                        \
-  do {                                                                \
-    if (!(cond)) {                                                    \
+#define CHILD_CHECK(cond, ...)                                       \
+  do {                                                               \
+    if (!(cond)) {                                                   \
       std::printf("check failed at line %d: %s: ", __LINE__, #cond); \
-      std::printf(__VA_ARGS__);                                       \
-      std::printf("\n");                                              \
-      return 1;                                                       \
-    }                                                                 \
+      std::printf(__VA_ARGS__);                                      \
+      std::printf("\n");                                             \
+      return 1;                                                      \
+    }                                                                \
   } while (0)
 
 EngineOptions Options(const std::string& dir) {
@@ -202,7 +202,8 @@ TEST(EngineTest, AcknowledgedWritesSurviveSigkillAtRandomMoments) {
     close(fds[1]);
     FILE* in = fdopen(fds[0], "r");
     char line[64];
-    ASSERT_NE(std::fgets(line, sizeof(line), in), nullptr) << "the writer did not start (round " << round << ")";
+    ASSERT_NE(std::fgets(line, sizeof(line), in), nullptr)
+        << "the writer did not start (round " << round << ")";
     long long resumed = 0;
     ASSERT_EQ(std::sscanf(line, "ready %lld", &resumed), 1);
     ASSERT_GE(resumed, acknowledged + 1)
@@ -320,7 +321,8 @@ TEST(EngineTest, ConcurrentWritersAgreeWithTheRecoveredLogAtEveryRevision) {
                     c->set_target(etcdserverpb::Compare::VERSION);
                     c->set_result(etcdserverpb::Compare::LESS);
                     c->set_version(static_cast<int64_t>(rng() % 40));
-                    *txn.add_success()->mutable_request_put() = PutRequest(k, std::to_string(t) + ":" + std::to_string(i));
+                    *txn.add_success()->mutable_request_put() =
+                        PutRequest(k, std::to_string(t) + ":" + std::to_string(i));
                     auto* del = txn.add_failure()->mutable_request_delete_range();
                     del->set_key(k);
                     auto w = store.Txn(txn);
@@ -356,8 +358,8 @@ TEST(EngineTest, ConcurrentWritersAgreeWithTheRecoveredLogAtEveryRevision) {
               std::string k, v;
               while (in >> rev >> k >> v) expected[rev][k] = v;
               for (int64_t r = 1; r <= last; ++r) {
-                CHILD_CHECK(Everything(store, r) == expected[r], "state at revision %lld differs after replay",
-                            static_cast<long long>(r));
+                CHILD_CHECK(Everything(store, r) == expected[r],
+                            "state at revision %lld differs after replay", static_cast<long long>(r));
               }
               return 0;
             }),
