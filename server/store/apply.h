@@ -89,20 +89,27 @@ class Applier {
 
   // Range at this transaction's state; `header_revision` is what the response header says.
   void Range(const etcdserverpb::RangeRequest& r, int64_t header_revision, etcdserverpb::RangeResponse* out) {
-    const bool filtered = r.min_mod_revision() != 0 || r.max_mod_revision() != 0 ||
-                          r.min_create_revision() != 0 || r.max_create_revision() != 0;
+    const bool filtered = r.min_mod_revision() != 0 || r.max_mod_revision() != 0 || r.min_create_revision() != 0 ||
+                          r.max_create_revision() != 0;
     const bool sorted = r.sort_order() != etcdserverpb::RangeRequest::NONE;
-    int64_t fetch_limit = (sorted || filtered) ? 0 : r.limit();
-    if (fetch_limit > 0) ++fetch_limit;  // one extra for `more`
+    // A limit <= 0 means no limit; with sorting or filters everything is fetched first.
+    const int64_t fetch_limit = (sorted || filtered || r.limit() <= 0) ? 0 : r.limit() + 1;  // +1 for `more`
+    // Values are needed to sort on them even when the response leaves them out.
+    const bool with_values = !r.keys_only() || r.sort_target() == etcdserverpb::RangeRequest::VALUE;
     int64_t count = 0;
     std::vector<KvRecord> kvs;
     ForEachInRange(tx_, root_, MakeRange(r.key(), r.range_end()), [&](const ReadPtr<Entry>& e) {
       ++count;
       if (!r.count_only() && (fetch_limit == 0 || static_cast<int64_t>(kvs.size()) < fetch_limit)) {
-        kvs.push_back(Record(e, !r.keys_only()));
+        kvs.push_back(Record(e, with_values));
       }
       return true;
     });
+    const bool by_revision = filtered || r.sort_target() == etcdserverpb::RangeRequest::MOD ||
+                             r.sort_target() == etcdserverpb::RangeRequest::CREATE;
+    if constexpr (std::is_same_v<TxT, runtime::stm::Tx>) {
+      if (by_revision) ResolvePending(&kvs);
+    }
     auto prune = [&](auto drop) { kvs.erase(std::remove_if(kvs.begin(), kvs.end(), drop), kvs.end()); };
     if (r.max_mod_revision() != 0)
       prune([&](const KvRecord& k) { return k.mod_revision > r.max_mod_revision(); });
@@ -122,6 +129,39 @@ class Applier {
     out->mutable_header()->set_revision(header_revision);
     out->set_count(count);
     for (const KvRecord& k : kvs) ToProto(k, r.keys_only(), out->add_kvs());
+  }
+
+  // Filters and sorting on revisions need this transaction's own revision, which only an inevitable
+  // transaction knows before it commits (writes commit one at a time, in order): become inevitable
+  // and put the real revision in place of the marker.
+  void ResolvePending(std::vector<KvRecord>* kvs) {
+    const bool pending = std::any_of(kvs->begin(), kvs->end(), [](const KvRecord& k) {
+      return k.mod_revision == kPendingRevision || k.create_revision == kPendingRevision;
+    });
+    if (!pending) return;
+    tx_.BecomeInevitable();
+    const int64_t revision = clock_.RevisionOfCommitTime(tx_.start_time() + 1);
+    for (KvRecord& k : *kvs) {
+      if (k.mod_revision == kPendingRevision) k.mod_revision = revision;
+      if (k.create_revision == kPendingRevision) k.create_revision = revision;
+    }
+  }
+
+  // etcd's checkRequestPut for the Puts of a Txn's taken branches, in order, on the state before the
+  // Txn: a Put with ignore_value or ignore_lease needs its key; a lease must exist (revkv has none).
+  absl::Status CheckTxnPuts(const etcdserverpb::TxnRequest& t, const std::vector<bool>& path, size_t* at) {
+    const bool ok = path[(*at)++];
+    for (const auto& op : ok ? t.success() : t.failure()) {
+      if (op.request_case() == etcdserverpb::RequestOp::kRequestTxn) {
+        if (absl::Status s = CheckTxnPuts(op.request_txn(), path, at); !s.ok()) return s;
+        continue;
+      }
+      if (op.request_case() != etcdserverpb::RequestOp::kRequestPut) continue;
+      const etcdserverpb::PutRequest& p = op.request_put();
+      if ((p.ignore_value() || p.ignore_lease()) && !Find(tx_, root_, p.key())) return errors::KeyNotFound();
+      if (p.lease() != 0) return errors::LeaseNotFound();
+    }
+    return absl::OkStatus();
   }
 
   // The revision a response made now reflects: pending once this transaction changed something.

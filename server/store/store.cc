@@ -45,6 +45,8 @@ absl::Status Apply(Applier<Tx>& a, const etcdserverpb::TxnRequest& r, etcdserver
   std::vector<bool> path;
   a.ComparePath(r, &path);
   size_t at = 0;
+  if (absl::Status s = a.CheckTxnPuts(r, path, &at); !s.ok()) return s;
+  at = 0;
   absl::Status s = a.Txn(r, path, &at, out);
   out->mutable_header()->set_revision(a.NowRevision());
   return s;

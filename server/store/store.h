@@ -125,7 +125,7 @@ class Store {
   std::deque<std::pair<std::chrono::steady_clock::time_point, int64_t>>
       history_times_;       // guarded by history_mu_
   uint64_t time_base_ = 0;  // the runtime time of revision 1: written before any request, then read-only
-  std::atomic<int64_t> compact_revision_{1};
+  std::atomic<int64_t> compact_revision_{-1};  // as etcd: nothing compacted yet (Compact 0 succeeds)
   std::atomic<int64_t> key_count_{0};
 };
 
