@@ -6,6 +6,7 @@
 #include <cstdio>
 #include <memory>
 
+#include "absl/strings/numbers.h"
 #include "google/protobuf/util/json_util.h"
 #include "runtime/gc/gc.h"
 #include "runtime/heap/heap.h"

@@ -12,6 +12,7 @@
 
 #include "absl/strings/str_cat.h"
 #include "runtime/safepoint/safepoint.h"
+#include "spdlog/spdlog.h"
 
 namespace revkv::server {
 
@@ -206,7 +207,13 @@ void Engine::BackgroundLoop() {
       if (stopping_) return;
     }
     if (!wal_->failed() && store_->Revision() - last_checkpoint().revision >= options_.checkpoint_interval) {
-      (void)Checkpoint();
+      absl::StatusOr<CheckpointStats> s = Checkpoint();
+      if (s.ok()) {
+        spdlog::info("checkpoint at revision {}: {} entries, {} bytes in {} ms ({})", s->revision, s->entries,
+                     s->bytes, s->duration.count(), s->path);
+      } else {
+        spdlog::error("checkpoint failed: {}", s.status().ToString());
+      }
     }
   }
 }

@@ -8,6 +8,7 @@
 
 #include <grpcpp/grpcpp.h>
 
+#include <atomic>
 #include <chrono>
 #include <functional>
 #include <memory>
@@ -36,8 +37,9 @@ class UnaryCall final : public CallTag {
 
   // Posts a call waiting for the next request of this method on `cq`.
   static void Post(Service* service, RequestMethod method, grpc::ServerCompletionQueue* cq,
-                   std::shared_ptr<const Handler> handler, const MethodMetrics* metrics) {
-    auto* call = new UnaryCall(service, method, cq, std::move(handler), metrics);
+                   std::shared_ptr<const Handler> handler, const MethodMetrics* metrics,
+                   std::atomic<int64_t>* in_flight) {
+    auto* call = new UnaryCall(service, method, cq, std::move(handler), metrics, in_flight);
     (service->*method)(&call->context_, &call->request_, &call->responder_, cq, cq, call);
   }
 
@@ -57,6 +59,7 @@ class UnaryCall final : public CallTag {
   void Proceed(bool ok) override {
     if (finishing_) {
       if (metrics_ != nullptr) metrics_->Record(start_, ok_);
+      in_flight_->fetch_sub(1, std::memory_order_release);
       delete this;
       return;
     }
@@ -64,19 +67,22 @@ class UnaryCall final : public CallTag {
       delete this;
       return;
     }
-    Post(service_, method_, cq_, handler_, metrics_);  // the next request of this method
+    in_flight_->fetch_add(1, std::memory_order_relaxed);
+    Post(service_, method_, cq_, handler_, metrics_, in_flight_);  // the next request of this method
     start_ = std::chrono::steady_clock::now();
     (*handler_)(this);
   }
 
  private:
   UnaryCall(Service* service, RequestMethod method, grpc::ServerCompletionQueue* cq,
-            std::shared_ptr<const Handler> handler, const MethodMetrics* metrics)
+            std::shared_ptr<const Handler> handler, const MethodMetrics* metrics,
+            std::atomic<int64_t>* in_flight)
       : service_(service),
         method_(method),
         cq_(cq),
         handler_(std::move(handler)),
         metrics_(metrics),
+        in_flight_(in_flight),
         responder_(&context_) {}
 
   Service* service_;
@@ -84,6 +90,7 @@ class UnaryCall final : public CallTag {
   grpc::ServerCompletionQueue* cq_;
   std::shared_ptr<const Handler> handler_;
   const MethodMetrics* metrics_;
+  std::atomic<int64_t>* in_flight_;  // ServerState::requests_in_flight
   grpc::ServerContext context_;
   Request request_;
   grpc::ServerAsyncResponseWriter<Response> responder_;

@@ -41,7 +41,7 @@ void Post(Service* service, typename UnaryCall<Service, Request, Response>::Requ
   using Call = UnaryCall<Service, Request, Response>;
   UnaryCall<Service, Request, Response>::Post(
       service, method, cq, std::make_shared<const typename Call::Handler>(std::move(handler)),
-      &state->ForMethod(name));
+      &state->ForMethod(name), &state->requests_in_flight);
 }
 
 }  // namespace
@@ -74,8 +74,8 @@ void PostEtcdCalls(EtcdServices* services, grpc::ServerCompletionQueue* cq, Serv
       });
 
   auto* maintenance = &services->maintenance;
-  Post<Maintenance::AsyncService, StatusRequest, StatusResponse>(
-      maintenance, &Maintenance::AsyncService::RequestStatus, cq, state, "Status", [state](auto* call) {
+  Post<MaintenanceService, StatusRequest, StatusResponse>(
+      maintenance, &MaintenanceService::RequestStatus, cq, state, "Status", [state](auto* call) {
         StatusResponse r;
         Store& store = state->engine->store();
         state->FillHeader(r.mutable_header());
@@ -91,8 +91,8 @@ void PostEtcdCalls(EtcdServices* services, grpc::ServerCompletionQueue* cq, Serv
         if (absl::Status w = state->engine->write_status(); !w.ok()) r.add_errors(std::string(w.message()));
         call->Finish(r, grpc::Status::OK);
       });
-  Post<Maintenance::AsyncService, AlarmRequest, AlarmResponse>(
-      maintenance, &Maintenance::AsyncService::RequestAlarm, cq, state, "Alarm", [state](auto* call) {
+  Post<MaintenanceService, AlarmRequest, AlarmResponse>(
+      maintenance, &MaintenanceService::RequestAlarm, cq, state, "Alarm", [state](auto* call) {
         // A disk error that stopped writes is reported as etcd's NOSPACE alarm when the disk is full
         // and as CORRUPT otherwise; activating or deactivating alarms by hand is not supported.
         AlarmResponse r;
@@ -108,8 +108,8 @@ void PostEtcdCalls(EtcdServices* services, grpc::ServerCompletionQueue* cq, Serv
       });
 
   auto* cluster = &services->cluster;
-  Post<Cluster::AsyncService, MemberListRequest, MemberListResponse>(
-      cluster, &Cluster::AsyncService::RequestMemberList, cq, state, "MemberList", [state](auto* call) {
+  Post<ClusterService, MemberListRequest, MemberListResponse>(
+      cluster, &ClusterService::RequestMemberList, cq, state, "MemberList", [state](auto* call) {
         MemberListResponse r;
         state->FillHeader(r.mutable_header());
         r.mutable_header()->set_revision(state->engine->store().Revision());

@@ -10,10 +10,16 @@
 
 namespace revkv::server {
 
+// Methods revkv serves are asynchronous (on the workers); the others keep gRPC's synchronous default,
+// which answers UNIMPLEMENTED.
+using MaintenanceService = etcdserverpb::Maintenance::WithAsyncMethod_Alarm<
+    etcdserverpb::Maintenance::WithAsyncMethod_Status<etcdserverpb::Maintenance::Service>>;
+using ClusterService = etcdserverpb::Cluster::WithAsyncMethod_MemberList<etcdserverpb::Cluster::Service>;
+
 struct EtcdServices {
   etcdserverpb::KV::AsyncService kv;
-  etcdserverpb::Maintenance::AsyncService maintenance;
-  etcdserverpb::Cluster::AsyncService cluster;
+  MaintenanceService maintenance;
+  ClusterService cluster;
 };
 
 // Posts one waiting call of every method on `cq` (each call posts its successor when it starts).

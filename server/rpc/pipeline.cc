@@ -25,6 +25,9 @@ class PipelineCall final {
       : service_(service), cq_(cq), state_(state), stream_(&context_) {
     service_->RequestPipeline(&context_, &stream_, cq_, cq_, &opened_);
   }
+  ~PipelineCall() {
+    state_->requests_in_flight.fetch_sub(static_cast<int64_t>(pending_.size()), std::memory_order_release);
+  }
 
  private:
   struct Slot {
@@ -76,6 +79,7 @@ class PipelineCall final {
       return;
     }
     pending_.emplace_back();
+    state_->requests_in_flight.fetch_add(1, std::memory_order_relaxed);
     Slot* slot = &pending_.back();  // a deque: stays valid while slots are added or popped before it
     lock.unlock();
     const auto start = std::chrono::steady_clock::now();
@@ -83,8 +87,11 @@ class PipelineCall final {
     state_->ForMethod("Pipeline").Record(start, result.ok());
     lock.lock();
     if (!result.ok()) {
+      // Nothing after a failing request is executed: the stream ends with its status once the
+      // earlier answers are out, and the client knows the requests it sent after it were not applied.
       slot->status = ToGrpc(result.status());
       slot->ready = true;
+      failed_ = true;
     } else {
       state_->FillHeader(result->response.mutable_header());
       slot->response = std::move(result->response);
@@ -129,6 +136,7 @@ class PipelineCall final {
       FinishLocked(grpc::Status::CANCELLED);
     } else {
       pending_.pop_front();
+      state_->requests_in_flight.fetch_sub(1, std::memory_order_release);
       SendLocked();
       if (!reading_ && !client_done_ && !failed_ && pending_.size() < kMaxPending) StartReadLocked();
       MaybeFinishLocked();

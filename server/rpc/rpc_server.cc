@@ -6,8 +6,10 @@
 
 #include <fstream>
 #include <sstream>
+#include <thread>
 
 #include "absl/strings/str_cat.h"
+#include "revkv/v1/kv.pb.h"
 #include "runtime/safepoint/safepoint.h"
 #include "server/rpc/call.h"
 #include "server/rpc/pipeline.h"
@@ -16,6 +18,11 @@
 namespace revkv::server {
 
 namespace {
+
+// Server reflection answers from the generated descriptor pool, which holds a .proto file only if its
+// .pb.o was linked. revkv/v1/kv.proto declares a service and no message, so nothing else refers to it:
+// this reference keeps it.
+[[maybe_unused]] const void* volatile kKeepKvProtoDescriptor = &descriptor_table_revkv_2fv1_2fkv_2eproto;
 
 absl::StatusOr<std::string> ReadFile(const std::string& path) {
   std::ifstream in(path, std::ios::binary);
@@ -60,6 +67,9 @@ absl::Status RpcServer::Start() {
   grpc::EnableDefaultHealthCheckService(true);
   grpc::reflection::InitProtoReflectionServerBuilderPlugin();
   grpc::ServerBuilder builder;
+  // Without this gRPC sets SO_REUSEPORT, and a second server could bind the same port and take half
+  // the connections.
+  builder.AddChannelArgument(GRPC_ARG_ALLOW_REUSEPORT, 0);
   builder.AddListeningPort(config.listen, *credentials, &port_);
   // gRPC refuses larger messages itself; the store answers etcd's "request is too large" for requests
   // between max_request_bytes and this limit, as etcd does (it adds the same 512 KiB of slack).
@@ -106,8 +116,18 @@ void RpcServer::Shutdown(std::chrono::milliseconds grace) {
   shut_down_ = true;
   runtime::SafeRegion waiting;
   server_->GetHealthCheckService()->SetServingStatus(false);
-  // In-flight calls finish: writes are answered by the log's flusher, which still runs.
-  server_->Shutdown(std::chrono::system_clock::now() + grace);
+  const auto deadline = std::chrono::steady_clock::now() + grace;
+  // No new connection or call from here on; the connections are told to go away.
+  grpc_server_shutdown_and_notify(server_->c_server(), queues_.front()->cq(), &shutdown_notice_);
+  // In-flight requests finish: writes are answered by the log's flusher, which still runs.
+  while (state_->requests_in_flight.load(std::memory_order_acquire) > 0 &&
+         std::chrono::steady_clock::now() < deadline) {
+    std::this_thread::sleep_for(std::chrono::milliseconds(2));
+  }
+  // gRPC would otherwise wait until the deadline for clients to close connections that carry no
+  // request: streams left open (Watch-style, or a Pipeline with nothing pending) and idle connections.
+  grpc_server_cancel_all_calls(server_->c_server());
+  server_->Shutdown(std::chrono::system_clock::now());
   for (auto& q : queues_) q->Shutdown();
   for (auto& w : workers_) w.join();
   workers_.clear();

@@ -14,6 +14,7 @@
 #include "absl/status/status.h"
 #include "revkv/v1/kv.grpc.pb.h"
 #include "server/rpc/admin_service.h"
+#include "server/rpc/call.h"
 #include "server/rpc/kv_service.h"
 #include "server/rpc/server_state.h"
 
@@ -29,12 +30,19 @@ class RpcServer {
   absl::Status Start();
   // The port actually bound (for listen addresses with port 0).
   int port() const { return port_; }
-  // Stops accepting, lets in-flight calls finish (up to `grace`), then stops the workers. Blocks
-  // (in a safe region). Idempotent.
+  // Stops accepting, lets in-flight requests finish (up to `grace`), closes the connections (idle
+  // ones too: clients that pool connections keep them open) and stops the workers. Blocks (in a safe
+  // region). Idempotent.
   void Shutdown(std::chrono::milliseconds grace);
 
  private:
   void WorkerLoop(int index, grpc::ServerCompletionQueue* cq);
+
+  // The tag gRPC posts when its shutdown has completed; there is nothing to do then.
+  class ShutdownNotice final : public CallTag {
+   public:
+    void Proceed(bool /*ok*/) override {}
+  };
 
   ServerState* state_;
   EtcdServices etcd_;
@@ -45,6 +53,7 @@ class RpcServer {
   std::vector<std::thread> workers_;
   int port_ = 0;
   bool shut_down_ = false;
+  ShutdownNotice shutdown_notice_;
 };
 
 }  // namespace revkv::server

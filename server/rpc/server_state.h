@@ -1,8 +1,9 @@
 // What every RPC handler shares: the engine (store + log), the server's identity, limits and the
 // request metrics. Built by main before the RPC server starts; immutable afterwards (the objects it
-// points to are thread-safe).
+// points to are thread-safe), except for the in-flight request count.
 #pragma once
 
+#include <atomic>
 #include <chrono>
 #include <cstdint>
 #include <string>
@@ -42,6 +43,12 @@ struct ServerState {
   const MethodMetrics& ForMethod(const std::string& method);
 
   std::map<std::string, MethodMetrics> method_metrics;  // filled before serving; read-only afterwards
+
+  // Requests received and not yet answered (unary calls between arrival and the end of Finish;
+  // Pipeline requests between being read and their answer being written). Shutdown waits for it to
+  // reach zero. Incremented relaxed; decremented with release, read with acquire, so a shutdown that
+  // sees zero also sees every answer handed to gRPC.
+  std::atomic<int64_t> requests_in_flight{0};
 };
 
 }  // namespace revkv::server

@@ -89,8 +89,8 @@ class Applier {
 
   // Range at this transaction's state; `header_revision` is what the response header says.
   void Range(const etcdserverpb::RangeRequest& r, int64_t header_revision, etcdserverpb::RangeResponse* out) {
-    const bool filtered = r.min_mod_revision() != 0 || r.max_mod_revision() != 0 || r.min_create_revision() != 0 ||
-                          r.max_create_revision() != 0;
+    const bool filtered = r.min_mod_revision() != 0 || r.max_mod_revision() != 0 ||
+                          r.min_create_revision() != 0 || r.max_create_revision() != 0;
     const bool sorted = r.sort_order() != etcdserverpb::RangeRequest::NONE;
     // A limit <= 0 means no limit; with sorting or filters everything is fetched first.
     const int64_t fetch_limit = (sorted || filtered || r.limit() <= 0) ? 0 : r.limit() + 1;  // +1 for `more`
@@ -238,7 +238,9 @@ class Applier {
       switch (op.request_case()) {
         case etcdserverpb::RequestOp::kRequestRange:
           if (op.request_range().revision() != 0) {
-            return absl::InvalidArgumentError("revkv: a Range inside a Txn cannot read a past revision");
+            return absl::InvalidArgumentError(
+                "revkv: a Range inside a Txn cannot name a revision; read at a revision with a Range outside "
+                "a Txn");
           }
           Range(op.request_range(), NowRevision(), r->mutable_response_range());
           break;

@@ -23,6 +23,7 @@
 // from the runtime's global time).
 #pragma once
 
+#include <algorithm>
 #include <atomic>
 #include <chrono>
 #include <cstdint>
@@ -90,7 +91,10 @@ class Store {
 
   // ----- state -----
   int64_t Revision() const;  // the newest committed revision
-  int64_t CompactRevision() const { return compact_revision_.load(std::memory_order_acquire); }
+  // The revision compacted to (reads of older ones fail); 0 while nothing has been compacted.
+  int64_t CompactRevision() const {
+    return std::max<int64_t>(0, compact_revision_.load(std::memory_order_acquire));
+  }
   int64_t KeyCount() const { return key_count_.load(std::memory_order_relaxed); }
   // The runtime time after the commit of `revision`, and back.
   uint64_t TimeOf(int64_t revision) const;

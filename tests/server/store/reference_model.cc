@@ -35,7 +35,8 @@ absl::Status ErrFutureRev() {
 absl::Status ErrLeaseNotFound() { return absl::NotFoundError("etcdserver: requested lease not found"); }
 // revkv's own (reference_model.h, difference 2).
 absl::Status ErrRangeRevisionInTxn() {
-  return absl::InvalidArgumentError("revkv: a Range inside a Txn cannot read a past revision");
+  return absl::InvalidArgumentError(
+      "revkv: a Range inside a Txn cannot name a revision; read at a revision with a Range outside a Txn");
 }
 
 // ----- request checks: v3rpc/key.go checkRangeRequest ... checkTxnRequest ---------------------------
