@@ -107,7 +107,10 @@ class PipelineStream {
     if (writing_ || owed_ == 0 || broken_ || finishing_ || !worker_->accepting) return;
     writing_ = true;
     ++in_flight_;
-    stream_.Write(*response_, written_.tag());
+    // With more answers owed after this one, let gRPC hold this one back and send them together.
+    grpc::WriteOptions options;
+    if (owed_ > 1) options.set_buffer_hint();
+    stream_.Write(*response_, options, written_.tag());
   }
   void PostFinish() {
     if (!client_done_ || reading_ || writing_ || owed_ > 0 || broken_ || finishing_ || !worker_->accepting) {

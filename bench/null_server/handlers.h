@@ -14,8 +14,12 @@
 
 #include <memory>
 #include <optional>
+#include <set>
+#include <string>
 #include <utility>
 
+#include "absl/base/thread_annotations.h"
+#include "absl/synchronization/mutex.h"
 #include "bench/null_server/completion.h"
 #include "bench/null_server/method_counters.h"
 #include "etcdserverpb/rpc.grpc.pb.h"
@@ -23,10 +27,29 @@
 
 namespace revkv::bench {
 
+// The distinct client addresses (ip:port, so one per TCP connection) that called Maintenance/Status.
+// Thread-safe. Status is not on the data path, so a lock per call costs nothing that is measured.
+class PeerLog {
+ public:
+  void Add(std::string peer) {
+    absl::MutexLock lock(&mu_);
+    peers_.insert(std::move(peer));
+  }
+  std::set<std::string> peers() const {
+    absl::MutexLock lock(&mu_);
+    return peers_;
+  }
+
+ private:
+  mutable absl::Mutex mu_;
+  std::set<std::string> peers_ ABSL_GUARDED_BY(mu_);
+};
+
 // What a worker shares with the handlers on its queue. Owner thread only.
 struct WorkerContext {
   grpc::ServerCompletionQueue* cq = nullptr;
   MethodCounters* counters = nullptr;
+  PeerLog* status_peers = nullptr;  // shared by all workers
   // False once the worker has shut its queue down; handlers then post nothing more.
   bool accepting = true;
 };
@@ -77,6 +100,7 @@ class UnaryHandler final : public Handler {
   void OnArrived(bool ok) {
     if (!ok) return;  // the server is shutting down: this request was cancelled
     worker_->counters->Increment(method_);
+    if (method_ == NullMethod::kStatus) worker_->status_peers->Add(context_->peer());
     if (status_.ok()) {
       writer_->Finish(*response_, grpc::Status::OK, finished_.tag());
     } else {
@@ -102,9 +126,8 @@ class UnaryHandler final : public Handler {
 template <class Request, class Response, class RequestCall>
 std::unique_ptr<Handler> MakeUnaryHandler(WorkerContext* worker, NullMethod method, const Response* response,
                                           grpc::Status status, RequestCall request_call) {
-  return std::make_unique<UnaryHandler<Request, Response, RequestCall>>(worker, method, response,
-                                                                        std::move(status),
-                                                                        std::move(request_call));
+  return std::make_unique<UnaryHandler<Request, Response, RequestCall>>(
+      worker, method, response, std::move(status), std::move(request_call));
 }
 
 // Answers etcdserverpb.Maintenance/Snapshot (server streaming) with UNIMPLEMENTED.

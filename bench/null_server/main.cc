@@ -4,13 +4,12 @@
 //
 // Runs until SIGINT or SIGTERM, then prints the requests it served per method to stderr and, with
 // --stats-file, writes them as a JSON object {"Range": n, "Put": n, ...}.
+#include <CLI/CLI.hpp>
 #include <csignal>
 #include <cstdio>
 #include <fstream>
-#include <thread>
-
-#include <CLI/CLI.hpp>
 #include <nlohmann/json.hpp>
+#include <thread>
 
 #include "bench/null_server/null_server.h"
 

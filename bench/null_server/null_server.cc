@@ -21,6 +21,7 @@ constexpr int kHandlersPerUnservedMethod = 1;
 }  // namespace
 
 struct NullServer::Services {
+  PeerLog status_peers;
   etcdserverpb::KV::AsyncService kv;
   etcdserverpb::Maintenance::AsyncService maintenance;
   revkv::v1::KV::AsyncService pipeline;
@@ -71,6 +72,7 @@ absl::StatusOr<std::unique_ptr<NullServer>> NullServer::Start(const NullServerOp
     worker->cq = builder.AddCompletionQueue();
     worker->context.cq = worker->cq.get();
     worker->context.counters = &worker->counters;
+    worker->context.status_peers = &services.status_peers;
     server->workers_.push_back(std::move(worker));
   }
   server->server_ = builder.BuildAndStart();
@@ -93,7 +95,9 @@ absl::StatusOr<std::unique_ptr<NullServer>> NullServer::Start(const NullServerOp
     for (int i = 0; i < kHandlersPerServedMethod; ++i) {
       w.handlers.push_back(MakeUnaryHandler<etcdserverpb::RangeRequest>(
           ctx, NullMethod::kRange, &r.range, grpc::Status::OK,
-          [&kv](auto* c, auto* q, auto* wr, auto* cq, void* tag) { kv.RequestRange(c, q, wr, cq, cq, tag); }));
+          [&kv](auto* c, auto* q, auto* wr, auto* cq, void* tag) {
+            kv.RequestRange(c, q, wr, cq, cq, tag);
+          }));
       w.handlers.push_back(MakeUnaryHandler<etcdserverpb::PutRequest>(
           ctx, NullMethod::kPut, &r.put, grpc::Status::OK,
           [&kv](auto* c, auto* q, auto* wr, auto* cq, void* tag) { kv.RequestPut(c, q, wr, cq, cq, tag); }));
@@ -109,15 +113,21 @@ absl::StatusOr<std::unique_ptr<NullServer>> NullServer::Start(const NullServerOp
           }));
       w.handlers.push_back(MakeUnaryHandler<etcdserverpb::CompactionRequest>(
           ctx, NullMethod::kCompact, &r.compact, grpc::Status::OK,
-          [&kv](auto* c, auto* q, auto* wr, auto* cq, void* tag) { kv.RequestCompact(c, q, wr, cq, cq, tag); }));
+          [&kv](auto* c, auto* q, auto* wr, auto* cq, void* tag) {
+            kv.RequestCompact(c, q, wr, cq, cq, tag);
+          }));
       w.handlers.push_back(MakeUnaryHandler<etcdserverpb::StatusRequest>(
           ctx, NullMethod::kStatus, &r.status, grpc::Status::OK,
-          [&mt](auto* c, auto* q, auto* wr, auto* cq, void* tag) { mt.RequestStatus(c, q, wr, cq, cq, tag); }));
+          [&mt](auto* c, auto* q, auto* wr, auto* cq, void* tag) {
+            mt.RequestStatus(c, q, wr, cq, cq, tag);
+          }));
       // The Maintenance methods revkv's data path does not use: registered, so that they answer
       // UNIMPLEMENTED rather than wait for a handler that never comes.
       w.handlers.push_back(MakeUnaryHandler<etcdserverpb::AlarmRequest>(
           ctx, NullMethod::kUnimplemented, &etcdserverpb::AlarmResponse::default_instance(), unimplemented,
-          [&mt](auto* c, auto* q, auto* wr, auto* cq, void* tag) { mt.RequestAlarm(c, q, wr, cq, cq, tag); }));
+          [&mt](auto* c, auto* q, auto* wr, auto* cq, void* tag) {
+            mt.RequestAlarm(c, q, wr, cq, cq, tag);
+          }));
       w.handlers.push_back(MakeUnaryHandler<etcdserverpb::DefragmentRequest>(
           ctx, NullMethod::kUnimplemented, &etcdserverpb::DefragmentResponse::default_instance(),
           unimplemented, [&mt](auto* c, auto* q, auto* wr, auto* cq, void* tag) {
@@ -128,7 +138,9 @@ absl::StatusOr<std::unique_ptr<NullServer>> NullServer::Start(const NullServerOp
           [&mt](auto* c, auto* q, auto* wr, auto* cq, void* tag) { mt.RequestHash(c, q, wr, cq, cq, tag); }));
       w.handlers.push_back(MakeUnaryHandler<etcdserverpb::HashKVRequest>(
           ctx, NullMethod::kUnimplemented, &etcdserverpb::HashKVResponse::default_instance(), unimplemented,
-          [&mt](auto* c, auto* q, auto* wr, auto* cq, void* tag) { mt.RequestHashKV(c, q, wr, cq, cq, tag); }));
+          [&mt](auto* c, auto* q, auto* wr, auto* cq, void* tag) {
+            mt.RequestHashKV(c, q, wr, cq, cq, tag);
+          }));
       w.handlers.push_back(MakeUnaryHandler<etcdserverpb::MoveLeaderRequest>(
           ctx, NullMethod::kUnimplemented, &etcdserverpb::MoveLeaderResponse::default_instance(),
           unimplemented, [&mt](auto* c, auto* q, auto* wr, auto* cq, void* tag) {
@@ -157,6 +169,8 @@ NullServerCounts NullServer::Counts() const {
   for (const auto& worker : workers_) worker->counters.AddTo(&counts);
   return counts;
 }
+
+std::set<std::string> NullServer::StatusPeers() const { return services_->status_peers.peers(); }
 
 void NullServer::Shutdown() {
   absl::MutexLock lock(&shutdown_mu_);

@@ -12,6 +12,7 @@
 #define REVKV_BENCH_NULL_SERVER_NULL_SERVER_H_
 
 #include <memory>
+#include <set>
 #include <string>
 #include <thread>
 #include <vector>
@@ -48,6 +49,9 @@ class NullServer {
 
   // Requests counted so far, summed over workers. Exact once every client has received its replies.
   NullServerCounts Counts() const;
+
+  // The distinct client addresses (one per TCP connection) that have called Maintenance/Status.
+  std::set<std::string> StatusPeers() const;
 
   // Stops accepting calls, cancels calls still open after a one-second grace and joins the workers.
   // Idempotent; blocks until the workers have exited.

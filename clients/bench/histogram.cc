@@ -54,8 +54,10 @@ void LatencyHistogram::Clear() {
 uint64_t LatencyHistogram::ValueAtPercentile(double percentile) const {
   if (count_ == 0) return 0;
   const double clamped = std::clamp(percentile, 0.0, 100.0);
+  // The rank is rounded to the nearest integer, as HdrHistogram does, so that 99.9% of 1000 values is the
+  // 999th and not, through 0.999 * 1000 = 999.0000000000001, the 1000th.
   const auto rank = std::max<uint64_t>(
-      1, static_cast<uint64_t>(std::ceil(clamped / 100.0 * static_cast<double>(count_))));
+      1, static_cast<uint64_t>(std::floor(clamped / 100.0 * static_cast<double>(count_) + 0.5)));
   uint64_t seen = 0;
   for (size_t i = 0; i < counts_.size(); ++i) {
     seen += counts_[i];

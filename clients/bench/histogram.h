@@ -8,6 +8,7 @@
 #ifndef REVKV_CLIENTS_BENCH_HISTOGRAM_H_
 #define REVKV_CLIENTS_BENCH_HISTOGRAM_H_
 
+#include <cstddef>
 #include <cstdint>
 #include <vector>
 
@@ -30,8 +31,9 @@ class LatencyHistogram {
   uint64_t max() const { return max_; }
   double mean() const { return count_ == 0 ? 0 : static_cast<double>(sum_) / static_cast<double>(count_); }
 
-  // The smallest recorded value v such that `percentile` percent of the values are <= v (up to the
-  // bucket's resolution: the highest value its bucket holds, capped at max()); 0 when empty.
+  // The smallest recorded value v such that `percentile` percent of the values (rounded to a whole
+  // count) are <= v, up to the bucket's resolution: the highest value its bucket holds, capped at max().
+  // 0 when empty.
   // `percentile` is in [0, 100].
   uint64_t ValueAtPercentile(double percentile) const;
 

@@ -50,16 +50,13 @@ enum class KeyDistribution { kUniform, kZipfian };
 class KeyChooser {
  public:
   static KeyChooser Uniform(uint64_t n) { return KeyChooser(n, std::nullopt); }
-  static KeyChooser Zipfian(ZipfianDistribution zipfian) {
-    const uint64_t n = zipfian.n();
-    return KeyChooser(n, std::move(zipfian));
-  }
+  static KeyChooser Zipfian(const ZipfianDistribution& zipfian) { return KeyChooser(zipfian.n(), zipfian); }
 
   uint64_t Next(Rng& rng) const { return zipfian_ ? zipfian_->Next(rng) : rng.Uniform(n_); }
   uint64_t n() const { return n_; }
 
  private:
-  KeyChooser(uint64_t n, std::optional<ZipfianDistribution> zipfian) : n_(n), zipfian_(std::move(zipfian)) {}
+  KeyChooser(uint64_t n, std::optional<ZipfianDistribution> zipfian) : n_(n), zipfian_(zipfian) {}
 
   uint64_t n_;
   std::optional<ZipfianDistribution> zipfian_;

@@ -25,9 +25,9 @@ absl::StatusOr<WorkloadSpec> WorkloadSpec::Create(const BenchOptions& options) {
   if (options.key_distribution == KeyDistribution::kZipfian) {
     absl::StatusOr<ZipfianDistribution> zipfian = ZipfianDistribution::Create(choices, options.zipf_exponent);
     if (!zipfian.ok()) return zipfian.status();
-    chooser = KeyChooser::Zipfian(*std::move(zipfian));
+    chooser = KeyChooser::Zipfian(*zipfian);
   }
-  WorkloadSpec spec{.keys = *std::move(keys), .chooser = std::move(chooser)};
+  WorkloadSpec spec{.keys = *std::move(keys), .chooser = chooser};
   spec.workload = options.workload;
   spec.mode = options.mode;
   spec.value_size = options.value_size;
@@ -37,6 +37,7 @@ absl::StatusOr<WorkloadSpec> WorkloadSpec::Create(const BenchOptions& options) {
   for (char& c : spec.value) c = static_cast<char>('a' + rng.Uniform(26));
   spec.read_ratio = options.read_ratio;
   spec.range_size = options.range_size;
+  spec.serializable = options.serializable;
   spec.initial_balance = options.initial_balance;
   spec.max_retries = options.max_retries;
   spec.backoff_base = ToChrono(options.backoff_base);
@@ -52,6 +53,7 @@ Operation::Operation(const WorkloadSpec* spec) : spec_(spec) {
     range_ = &plain_range_;
     put_ = &plain_put_;
   }
+  range_->set_serializable(spec->serializable);
 }
 
 const etcdserverpb::TxnRequest& Operation::pipeline_request() const {
@@ -188,8 +190,9 @@ Operation::Step Operation::OnPipelineResponse(const etcdserverpb::TxnResponse& r
   switch (rpc_) {
     case Rpc::kRange: {
       const bool has = response.responses_size() > 0 && response.responses(0).has_response_range();
-      return OnRange(has ? response.responses(0).response_range() : etcdserverpb::RangeResponse::default_instance(),
-                     rng);
+      return OnRange(
+          has ? response.responses(0).response_range() : etcdserverpb::RangeResponse::default_instance(),
+          rng);
     }
     case Rpc::kPut:
       return {Step::kDone};

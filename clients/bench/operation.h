@@ -43,6 +43,7 @@ struct WorkloadSpec {
   int value_size = 0;
   double read_ratio = 0;
   int range_size = 1;
+  bool serializable = false;
   int64_t initial_balance = 0;
   int max_retries = 0;
   std::chrono::nanoseconds backoff_base{0};

@@ -9,7 +9,7 @@
 
 namespace revkv::client {
 
-std::string_view WorkloadName(Workload workload) {
+const char* WorkloadName(Workload workload) {
   switch (workload) {
     case Workload::kPut:
       return "put";
@@ -25,9 +25,9 @@ std::string_view WorkloadName(Workload workload) {
   return "?";
 }
 
-std::string_view SendModeName(SendMode mode) { return mode == SendMode::kUnary ? "unary" : "pipeline"; }
+const char* SendModeName(SendMode mode) { return mode == SendMode::kUnary ? "unary" : "pipeline"; }
 
-std::string_view KeyDistributionName(KeyDistribution distribution) {
+const char* KeyDistributionName(KeyDistribution distribution) {
   return distribution == KeyDistribution::kUniform ? "uniform" : "zipfian";
 }
 
@@ -41,7 +41,8 @@ void AddBenchFlags(CLI::App& app, BenchOptions* o) {
                  "put | get | mixed (reads with --read-ratio) | txn (transfers between two keys) | "
                  "range (--range-size consecutive keys)")
       ->required()
-      ->transform(CLI::CheckedTransformer(workloads));
+      ->type_name("WORKLOAD")
+      ->transform(CLI::CheckedTransformer(workloads).description(""));
 
   app.add_option("--endpoints", o->endpoints, "comma-separated host:port list; connections go round-robin")
       ->capture_default_str();
@@ -49,8 +50,9 @@ void AddBenchFlags(CLI::App& app, BenchOptions* o) {
                  "run against endpoint A and endpoint B in alternating rounds and compare them")
       ->expected(2)
       ->type_name("A B");
-  app.add_option("--rounds", o->rounds, "rounds of a --compare run")->capture_default_str()->check(
-      CLI::PositiveNumber);
+  app.add_option("--rounds", o->rounds, "rounds of a --compare run")
+      ->capture_default_str()
+      ->check(CLI::PositiveNumber);
   AddTransportFlags(app, &o->transport);
 
   app.add_option("--connections", o->connections, "gRPC channels, each its own TCP connection")
@@ -64,8 +66,10 @@ void AddBenchFlags(CLI::App& app, BenchOptions* o) {
       ->check(CLI::NonNegativeNumber);
   app.add_option("--mode", o->mode,
                  "unary: one RPC per request; pipeline: revkv.v1.KV/Pipeline, one stream per connection")
-      ->transform(CLI::CheckedTransformer(
-          std::map<std::string, SendMode>{{"unary", SendMode::kUnary}, {"pipeline", SendMode::kPipeline}}))
+      ->type_name("MODE")
+      ->transform(CLI::CheckedTransformer(std::map<std::string, SendMode>{{"unary", SendMode::kUnary},
+                                                                          {"pipeline", SendMode::kPipeline}})
+                      .description(""))
       ->default_str("unary");
   AddDurationOption(app, "--duration", &o->duration, "how long to measure (per round with --compare)");
   app.add_option("--total", o->total, "measure this many operations instead of a duration");
@@ -83,10 +87,15 @@ void AddBenchFlags(CLI::App& app, BenchOptions* o) {
   app.add_option("--value-size", o->value_size, "bytes per value")
       ->capture_default_str()
       ->check(CLI::NonNegativeNumber);
-  app.add_option("--keys", o->keys, "size of the key space")->capture_default_str()->check(CLI::PositiveNumber);
+  app.add_option("--keys", o->keys, "size of the key space")
+      ->capture_default_str()
+      ->check(CLI::PositiveNumber);
   app.add_option("--key-distribution", o->key_distribution, "uniform or zipfian")
-      ->transform(CLI::CheckedTransformer(std::map<std::string, KeyDistribution>{
-          {"uniform", KeyDistribution::kUniform}, {"zipfian", KeyDistribution::kZipfian}}))
+      ->type_name("DIST")
+      ->transform(CLI::CheckedTransformer(
+                      std::map<std::string, KeyDistribution>{{"uniform", KeyDistribution::kUniform},
+                                                             {"zipfian", KeyDistribution::kZipfian}})
+                      .description(""))
       ->default_str("uniform");
   app.add_option("--zipf-exponent", o->zipf_exponent, "Zipfian exponent theta, in (0, 1)")
       ->capture_default_str();
@@ -96,6 +105,13 @@ void AddBenchFlags(CLI::App& app, BenchOptions* o) {
   app.add_option("--range-size", o->range_size, "range: keys per range")
       ->capture_default_str()
       ->check(CLI::PositiveNumber);
+  app.add_option("--consistency", o->serializable,
+                 "reads: l (linearizable, etcd's default) or s (serializable: the server may answer from its "
+                 "local state without a consensus round)")
+      ->type_name("l|s")
+      ->transform(
+          CLI::CheckedTransformer(std::map<std::string, bool>{{"l", false}, {"s", true}}).description(""))
+      ->default_str("l");
   app.add_flag("--preload", o->preload, "write every key once before the run (not counted)");
   app.add_option("--initial-balance", o->initial_balance, "txn: the balance --preload gives every key")
       ->capture_default_str();
@@ -103,7 +119,7 @@ void AddBenchFlags(CLI::App& app, BenchOptions* o) {
       ->capture_default_str()
       ->check(CLI::NonNegativeNumber);
   AddDurationOption(app, "--backoff-base", &o->backoff_base,
-                    "txn: retry n waits a random time below base * 2^n (jittered exponential backoff)");
+                    "txn: retry n waits a random time below base * 2^(n-1) (jittered exponential backoff)");
   AddDurationOption(app, "--backoff-max", &o->backoff_max, "txn: cap of the retry wait");
   app.add_option("--seed", o->seed, "random seed (the run is random, not replayable: timing differs)")
       ->capture_default_str();

@@ -4,7 +4,6 @@
 
 #include <cstdint>
 #include <string>
-#include <string_view>
 #include <vector>
 
 #include "absl/status/status.h"
@@ -58,12 +57,13 @@ struct BenchOptions {
   uint64_t keys = 10000;
   KeyDistribution key_distribution = KeyDistribution::kUniform;
   double zipf_exponent = 0.99;
-  double read_ratio = 0.9;  // mixed
-  int range_size = 10;      // range
-  bool preload = false;     // write every key once before the run (not counted)
+  double read_ratio = 0.9;         // mixed
+  int range_size = 10;             // range
+  bool serializable = false;       // reads ask for serializable, not linearizable, consistency
+  bool preload = false;            // write every key once before the run (not counted)
   int64_t initial_balance = 1000;  // txn: the balance preload writes
   int max_retries = 1000;          // txn: compare failures before a transfer gives up (ABORTED)
-  absl::Duration backoff_base = absl::Milliseconds(1);  // txn: first retry waits up to this
+  absl::Duration backoff_base = absl::Milliseconds(1);   // txn: first retry waits up to this
   absl::Duration backoff_max = absl::Milliseconds(100);  // txn: no retry waits longer
   uint64_t seed = 1;
 
@@ -72,9 +72,9 @@ struct BenchOptions {
   bool quiet = false;  // no progress line
 };
 
-std::string_view WorkloadName(Workload workload);
-std::string_view SendModeName(SendMode mode);
-std::string_view KeyDistributionName(KeyDistribution distribution);
+const char* WorkloadName(Workload workload);
+const char* SendModeName(SendMode mode);
+const char* KeyDistributionName(KeyDistribution distribution);
 
 // Declares every option on `app`, storing into `*options` (which must outlive the parse).
 void AddBenchFlags(CLI::App& app, BenchOptions* options);

@@ -45,7 +45,7 @@ class Rng {
     return z ^ (z >> 31);
   }
 
-  uint64_t state_[4];
+  uint64_t state_[4] = {};
 };
 
 }  // namespace revkv::client

@@ -5,7 +5,7 @@
 
 namespace revkv::client {
 
-std::string_view PhaseName(Phase phase) {
+const char* PhaseName(Phase phase) {
   switch (phase) {
     case Phase::kConnect:
       return "connect";
@@ -19,7 +19,7 @@ std::string_view PhaseName(Phase phase) {
   return "?";
 }
 
-std::string_view MethodName(Method method) {
+const char* MethodName(Method method) {
   switch (method) {
     case Method::kRange:
       return "Range";

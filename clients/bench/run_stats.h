@@ -25,13 +25,13 @@ using Clock = std::chrono::steady_clock;
 // The phases an operation can belong to, by the time it was meant to start.
 enum class Phase : uint8_t { kConnect, kPreload, kWarmup, kMeasured };
 inline constexpr int kPhaseCount = 4;
-std::string_view PhaseName(Phase phase);
+const char* PhaseName(Phase phase);
 
 // Requests sent, by method; kStatus counts the connection probes, kPipeline the messages sent on
 // revkv.v1.KV/Pipeline streams.
 enum class Method : uint8_t { kRange, kPut, kTxn, kPipeline, kStatus };
 inline constexpr int kMethodCount = 5;
-std::string_view MethodName(Method method);
+const char* MethodName(Method method);
 
 // Failed operations by gRPC code and message.
 using ErrorCounts = std::map<std::pair<grpc::StatusCode, std::string>, uint64_t>;
@@ -58,13 +58,14 @@ struct alignas(64) LiveCounters {
 // One worker's figures. Owner thread only, except `live` (see LiveCounters).
 struct WorkerStats {
   std::array<PhaseCounts, kPhaseCount> phases{};
-  ErrorCounts errors;                                // every phase
-  LatencyHistogram latency;                          // measured operations only
-  std::array<uint64_t, kMethodCount> requests{};     // every phase
-  Clock::time_point last_measured_completion{};      // when the last measured operation ended
+  ErrorCounts errors;                             // every phase
+  LatencyHistogram latency;                       // measured operations only
+  std::array<uint64_t, kMethodCount> requests{};  // every phase
+  Clock::time_point last_measured_completion{};   // when the last measured operation ended
   LiveCounters live;
 
   PhaseCounts& phase(Phase p) { return phases[static_cast<int>(p)]; }
+  const PhaseCounts& phase(Phase p) const { return phases[static_cast<int>(p)]; }
   void CountRequest(Method method) { ++requests[static_cast<int>(method)]; }
   void CountDone(Phase p) {
     ++phase(p).ops;

@@ -28,7 +28,7 @@ class ZipfianDistribution {
 
   uint64_t n_ = 1;
   double theta_ = 0.99;
-  double alpha_ = 0;  // 1 / (1 - theta)
+  double alpha_ = 0;   // 1 / (1 - theta)
   double zeta_n_ = 0;  // sum over i = 1..n of 1 / i^theta
   double eta_ = 0;
   double half_pow_theta_ = 0;  // 1 + 0.5^theta

@@ -8,7 +8,7 @@
 
 namespace revkv::client {
 
-absl::StatusOr<absl::Duration> ParseDurationFlag(std::string_view text) {
+absl::StatusOr<absl::Duration> ParseDurationFlag(absl::string_view text) {
   absl::Duration duration;
   double seconds = 0;
   if (absl::SimpleAtod(text, &seconds)) {

@@ -3,9 +3,9 @@
 #define REVKV_CLIENTS_COMMON_DURATION_FLAG_H_
 
 #include <string>
-#include <string_view>
 
 #include "absl/status/statusor.h"
+#include "absl/strings/string_view.h"
 #include "absl/time/time.h"
 
 namespace CLI {
@@ -16,7 +16,7 @@ class Option;
 namespace revkv::client {
 
 // Parses a duration as above. INVALID_ARGUMENT for anything else, negative durations included.
-absl::StatusOr<absl::Duration> ParseDurationFlag(std::string_view text);
+absl::StatusOr<absl::Duration> ParseDurationFlag(absl::string_view text);
 
 // Adds an option `name` to `app` that parses its value with ParseDurationFlag into `*value` (which must
 // outlive the parse); the current `*value` is shown as the default. Returns the option for chaining.

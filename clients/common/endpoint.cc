@@ -10,14 +10,14 @@
 namespace revkv::client {
 namespace {
 
-absl::Status Invalid(std::string_view text, std::string_view why) {
+absl::Status Invalid(absl::string_view text, absl::string_view why) {
   return absl::InvalidArgumentError(absl::StrCat("endpoint \"", text, "\": ", why));
 }
 
 }  // namespace
 
-absl::StatusOr<Endpoint> ParseEndpoint(std::string_view text) {
-  std::string_view rest = absl::StripAsciiWhitespace(text);
+absl::StatusOr<Endpoint> ParseEndpoint(absl::string_view text) {
+  absl::string_view rest = absl::StripAsciiWhitespace(text);
   Endpoint endpoint;
   if (absl::ConsumePrefix(&rest, "unix://") || absl::ConsumePrefix(&rest, "unix:")) {
     if (rest.empty()) return Invalid(text, "empty socket path");
@@ -32,18 +32,18 @@ absl::StatusOr<Endpoint> ParseEndpoint(std::string_view text) {
   absl::ConsumeSuffix(&rest, "/");
   if (absl::StrContains(rest, '/')) return Invalid(text, "a path is not allowed");
 
-  std::string_view host;
-  std::string_view port;
+  absl::string_view host;
+  absl::string_view port;
   if (absl::ConsumePrefix(&rest, "[")) {  // [v6 address]:port
     const size_t close = rest.find(']');
-    if (close == std::string_view::npos) return Invalid(text, "missing ']'");
+    if (close == absl::string_view::npos) return Invalid(text, "missing ']'");
     host = rest.substr(0, close);
     rest.remove_prefix(close + 1);
     if (!absl::ConsumePrefix(&rest, ":")) return Invalid(text, "missing :port");
     port = rest;
   } else {
     const size_t colon = rest.rfind(':');
-    if (colon == std::string_view::npos) return Invalid(text, "missing :port");
+    if (colon == absl::string_view::npos) return Invalid(text, "missing :port");
     host = rest.substr(0, colon);
     port = rest.substr(colon + 1);
     if (absl::StrContains(host, ':')) return Invalid(text, "write an IPv6 address in brackets");
@@ -54,13 +54,13 @@ absl::StatusOr<Endpoint> ParseEndpoint(std::string_view text) {
     return Invalid(text, "port must be a number from 1 to 65535");
   }
   endpoint.target = absl::StrContains(host, ':') ? absl::StrCat("[", host, "]:", port_number)
-                                                  : absl::StrCat(host, ":", port_number);
+                                                 : absl::StrCat(host, ":", port_number);
   return endpoint;
 }
 
-absl::StatusOr<std::vector<Endpoint>> ParseEndpoints(std::string_view list) {
+absl::StatusOr<std::vector<Endpoint>> ParseEndpoints(absl::string_view list) {
   std::vector<Endpoint> endpoints;
-  for (std::string_view item : absl::StrSplit(list, ',')) {
+  for (absl::string_view item : absl::StrSplit(list, ',')) {
     if (absl::StripAsciiWhitespace(item).empty()) continue;
     absl::StatusOr<Endpoint> endpoint = ParseEndpoint(item);
     if (!endpoint.ok()) return endpoint.status();

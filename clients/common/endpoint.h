@@ -7,10 +7,10 @@
 #define REVKV_CLIENTS_COMMON_ENDPOINT_H_
 
 #include <string>
-#include <string_view>
 #include <vector>
 
 #include "absl/status/statusor.h"
+#include "absl/strings/string_view.h"
 
 namespace revkv::client {
 
@@ -23,10 +23,10 @@ struct Endpoint {
 
 // Parses one endpoint. INVALID_ARGUMENT names the text and what is wrong with it (no port, port out of
 // range, unknown scheme, empty host).
-absl::StatusOr<Endpoint> ParseEndpoint(std::string_view text);
+absl::StatusOr<Endpoint> ParseEndpoint(absl::string_view text);
 
 // Parses a comma-separated list of at least one endpoint; blanks around commas are ignored.
-absl::StatusOr<std::vector<Endpoint>> ParseEndpoints(std::string_view list);
+absl::StatusOr<std::vector<Endpoint>> ParseEndpoints(absl::string_view list);
 
 }  // namespace revkv::client
 

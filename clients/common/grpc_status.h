@@ -4,14 +4,12 @@
 
 #include <grpcpp/support/status.h>
 
-#include <string_view>
-
 #include "absl/status/status.h"
 
 namespace revkv::client {
 
 // The canonical upper-case name of a gRPC code ("UNAVAILABLE"); "CODE_UNKNOWN" outside gRPC's range.
-std::string_view StatusCodeName(grpc::StatusCode code);
+const char* StatusCodeName(grpc::StatusCode code);
 
 // The same status as an absl::Status (gRPC and absl share code numbers); the message, which for etcd
 // errors is etcd's text ("etcdserver: mvcc: required revision has been compacted"), is kept.

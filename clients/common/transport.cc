@@ -18,7 +18,7 @@ namespace {
 // shares a subchannel (and thus a TCP connection) between them.
 constexpr char kConnectionIndexArg[] = "revkv.connection_index";
 
-absl::StatusOr<std::string> ReadPem(const std::string& path, std::string_view flag) {
+absl::StatusOr<std::string> ReadPem(const std::string& path, absl::string_view flag) {
   std::ifstream in(path, std::ios::binary);
   if (!in) return absl::NotFoundError(absl::StrCat(flag, ": cannot read ", path));
   std::ostringstream text;

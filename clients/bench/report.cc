@@ -1,0 +1,338 @@
+// Text and JSON reports.
+#include "clients/bench/report.h"
+
+#include <algorithm>
+#include <cmath>
+#include <functional>
+
+#include "absl/strings/str_cat.h"
+#include "absl/strings/str_format.h"
+#include "absl/strings/str_join.h"
+#include "clients/common/grpc_status.h"
+
+namespace revkv::client {
+namespace {
+
+std::string Grouped(uint64_t value) {
+  std::string digits = absl::StrCat(value);
+  std::string out;
+  for (size_t i = 0; i < digits.size(); ++i) {
+    if (i > 0 && (digits.size() - i) % 3 == 0) out.push_back(',');
+    out.push_back(digits[i]);
+  }
+  return out;
+}
+
+std::string GroupedDouble(double value) {
+  return Grouped(static_cast<uint64_t>(std::llround(std::max(value, 0.0))));
+}
+
+double Seconds(absl::Duration d) { return absl::ToDoubleSeconds(d); }
+
+// The figures a comparison puts side by side, in display order.
+struct Figure {
+  const char* json_name;
+  const char* text_name;
+  std::function<double(const RunReport&)> get;
+  bool integral;
+};
+
+const std::vector<Figure>& Figures() {
+  static const std::vector<Figure> figures = {
+      {"throughput_ops_per_s", "throughput ops/s", [](const RunReport& r) { return r.throughput; }, true},
+      {"p50_us", "latency p50 us", [](const RunReport& r) { return double(r.latency.p50); }, true},
+      {"p90_us", "latency p90 us", [](const RunReport& r) { return double(r.latency.p90); }, true},
+      {"p99_us", "latency p99 us", [](const RunReport& r) { return double(r.latency.p99); }, true},
+      {"p99.9_us", "latency p99.9 us", [](const RunReport& r) { return double(r.latency.p999); }, true},
+      {"max_us", "latency max us", [](const RunReport& r) { return double(r.latency.max); }, true},
+      {"mean_us", "latency mean us", [](const RunReport& r) { return r.latency.mean; }, false},
+      {"errors", "errors", [](const RunReport& r) { return double(r.errors_total); }, true},
+      {"retries", "retries", [](const RunReport& r) { return double(r.phase(Phase::kMeasured).retries); },
+       true},
+  };
+  return figures;
+}
+
+double Median(std::vector<double> values) {
+  if (values.empty()) return 0;
+  std::sort(values.begin(), values.end());
+  const size_t mid = values.size() / 2;
+  return values.size() % 2 == 1 ? values[mid] : (values[mid - 1] + values[mid]) / 2;
+}
+
+double MedianOf(const std::vector<RunReport>& rounds, const Figure& figure) {
+  std::vector<double> values;
+  values.reserve(rounds.size());
+  for (const RunReport& r : rounds) values.push_back(figure.get(r));
+  return Median(std::move(values));
+}
+
+// B/A, or null in JSON (and "-" in text) when A is 0.
+nlohmann::json Ratio(double a, double b) {
+  if (a == 0) return nullptr;
+  return b / a;
+}
+
+std::string FormatFigure(double value, bool integral) {
+  return integral ? GroupedDouble(value) : absl::StrFormat("%.1f", value);
+}
+
+nlohmann::json LoadJson(const BenchOptions& o) {
+  nlohmann::json load = {
+      {"connections", o.connections},
+      {"inflight", o.inflight},
+      {"threads", o.threads},
+      {"mode", SendModeName(o.mode)},
+      {"rate", o.rate},
+      {"duration_s", Seconds(o.duration)},
+      {"total", o.total},
+      {"warmup_s", Seconds(o.warmup)},
+      {"keys", o.keys},
+      {"key_size", o.key_size},
+      {"value_size", o.value_size},
+      {"key_distribution", KeyDistributionName(o.key_distribution)},
+      {"preload", o.preload},
+  };
+  if (o.key_distribution == KeyDistribution::kZipfian) load["zipf_exponent"] = o.zipf_exponent;
+  if (o.workload == Workload::kMixed) load["read_ratio"] = o.read_ratio;
+  if (o.workload == Workload::kRange) load["range_size"] = o.range_size;
+  load["consistency"] = o.serializable ? "serializable" : "linearizable";
+  return load;
+}
+
+nlohmann::json FiguresJson(const std::function<double(const Figure&)>& value) {
+  nlohmann::json json = nlohmann::json::object();
+  for (const Figure& f : Figures()) json[f.json_name] = value(f);
+  return json;
+}
+
+std::string ErrorSummary(const RunReport& r) {
+  if (r.errors_total == 0) return "none";
+  std::vector<std::pair<uint64_t, std::string>> lines;
+  for (const auto& [key, count] : r.errors) {
+    lines.emplace_back(count,
+                       absl::StrCat(StatusCodeName(key.first), " x", Grouped(count), ": ", key.second));
+  }
+  std::sort(lines.begin(), lines.end(), [](const auto& x, const auto& y) { return x.first > y.first; });
+  std::string text = absl::StrCat(Grouped(r.errors_total), " (", Grouped(r.phase(Phase::kMeasured).errors),
+                                  " while measuring)");
+  for (const auto& line : lines) absl::StrAppend(&text, "\n              ", line.second);
+  return text;
+}
+
+}  // namespace
+
+double HostLoadAverage() {
+  std::FILE* file = std::fopen("/proc/loadavg", "r");
+  if (file == nullptr) return -1;
+  double load = -1;
+  if (std::fscanf(file, "%lf", &load) != 1) load = -1;
+  std::fclose(file);
+  return load;
+}
+
+RunReport MakeRunReport(std::string endpoints, const WorkerStats& stats, Clock::time_point measure_start,
+                        double planned_seconds) {
+  RunReport r;
+  r.endpoints = std::move(endpoints);
+  r.phases = stats.phases;
+  r.errors = stats.errors;
+  for (const PhaseCounts& p : stats.phases) r.errors_total += p.errors;
+  r.requests = stats.requests;
+  r.ops = stats.phase(Phase::kMeasured).ops;
+  // The measured interval runs from the end of the warm-up to the last measured completion (operations
+  // started before the end finish after it); with nothing measured, the planned length.
+  r.measured_seconds = planned_seconds;
+  if (r.ops > 0 && stats.last_measured_completion > measure_start) {
+    r.measured_seconds =
+        std::chrono::duration<double>(stats.last_measured_completion - measure_start).count();
+  }
+  r.throughput = r.measured_seconds > 0 ? static_cast<double>(r.ops) / r.measured_seconds : 0;
+  const LatencyHistogram& h = stats.latency;
+  r.latency = {h.count(),
+               h.mean(),
+               h.ValueAtPercentile(50),
+               h.ValueAtPercentile(90),
+               h.ValueAtPercentile(99),
+               h.ValueAtPercentile(99.9),
+               h.max()};
+  return r;
+}
+
+bool CompareReport::ok() const {
+  auto all_ok = [](const std::vector<RunReport>& rounds) {
+    return std::all_of(rounds.begin(), rounds.end(), [](const RunReport& r) { return r.ok(); });
+  };
+  return all_ok(a_rounds) && all_ok(b_rounds);
+}
+
+std::string DescribeLoad(const BenchOptions& o) {
+  std::string text = absl::StrCat(WorkloadName(o.workload), ", ", o.connections, " connections x ",
+                                  o.inflight, " in flight, ", SendModeName(o.mode), ", ", Grouped(o.keys),
+                                  " keys ", KeyDistributionName(o.key_distribution));
+  if (o.key_distribution == KeyDistribution::kZipfian) {
+    absl::StrAppend(&text, " (theta ", o.zipf_exponent, ")");
+  }
+  absl::StrAppend(&text, ", ", o.key_size, "-byte keys, ", o.value_size, "-byte values");
+  if (o.workload == Workload::kMixed) absl::StrAppend(&text, ", read ratio ", o.read_ratio);
+  if (o.workload == Workload::kRange) absl::StrAppend(&text, ", ", o.range_size, " keys per range");
+  if (o.serializable) absl::StrAppend(&text, ", serializable reads");
+  if (o.rate > 0) absl::StrAppend(&text, ", rate limit ", GroupedDouble(o.rate), " ops/s");
+  if (o.preload) absl::StrAppend(&text, ", preloaded");
+  return text;
+}
+
+nlohmann::json ToJson(const RunReport& r, const BenchOptions& o) {
+  nlohmann::json by_code = nlohmann::json::object();
+  for (const auto& [key, count] : r.errors) {
+    nlohmann::json& entry = by_code[StatusCodeName(key.first)];
+    if (entry.is_null()) entry = {{"count", uint64_t{0}}, {"messages", nlohmann::json::object()}};
+    entry["count"] = entry["count"].get<uint64_t>() + count;
+    entry["messages"][key.second] = count;
+  }
+  nlohmann::json phases = nlohmann::json::object();
+  for (int i = 0; i < kPhaseCount; ++i) {
+    const PhaseCounts& p = r.phases[i];
+    phases[std::string(PhaseName(static_cast<Phase>(i)))] = {
+        {"ops", p.ops}, {"errors", p.errors}, {"retries", p.retries}};
+  }
+  nlohmann::json requests = nlohmann::json::object();
+  for (int i = 0; i < kMethodCount; ++i) {
+    requests[MethodName(static_cast<Method>(i))] = r.requests[i];
+  }
+  nlohmann::json json = {
+      {"workload", WorkloadName(o.workload)},
+      {"endpoints", r.endpoints},
+      {"server_version", r.server_version},
+      {"load", LoadJson(o)},
+      {"ok", r.ok()},
+      {"measured_seconds", r.measured_seconds},
+      {"ops", r.ops},
+      {"throughput_ops_per_s", r.throughput},
+      {"latency_us",
+       {{"count", r.latency.count},
+        {"mean", r.latency.mean},
+        {"p50", r.latency.p50},
+        {"p90", r.latency.p90},
+        {"p99", r.latency.p99},
+        {"p99.9", r.latency.p999},
+        {"max", r.latency.max}}},
+      {"retries", r.phase(Phase::kMeasured).retries},
+      {"errors",
+       {{"total", r.errors_total}, {"measured", r.phase(Phase::kMeasured).errors}, {"by_code", by_code}}},
+      {"phases", phases},
+      {"requests", requests},
+  };
+  if (!r.failure.empty()) json["failure"] = r.failure;
+  if (r.interrupted) json["interrupted"] = true;
+  json["host_load_average"] = {{"start", r.load_average_start}, {"end", r.load_average_end}};
+  return json;
+}
+
+nlohmann::json ToJson(const CompareReport& c, const BenchOptions& o) {
+  auto side = [&](const std::string& endpoints, const std::vector<RunReport>& rounds) {
+    nlohmann::json runs = nlohmann::json::array();
+    for (const RunReport& r : rounds) runs.push_back(ToJson(r, o));
+    return nlohmann::json{{"endpoints", endpoints},
+                          {"median", FiguresJson([&](const Figure& f) { return MedianOf(rounds, f); })},
+                          {"rounds", runs}};
+  };
+  nlohmann::json ratio = nlohmann::json::object();
+  for (const Figure& f : Figures()) {
+    ratio[f.json_name] = Ratio(MedianOf(c.a_rounds, f), MedianOf(c.b_rounds, f));
+  }
+  return {{"workload", WorkloadName(o.workload)},
+          {"load", LoadJson(o)},
+          {"ok", c.ok()},
+          {"compare",
+           {{"rounds", c.a_rounds.size()},
+            {"a", side(c.a, c.a_rounds)},
+            {"b", side(c.b, c.b_rounds)},
+            {"ratio", "B/A of the medians"},
+            {"ratio_b_over_a", ratio}}}};
+}
+
+void PrintText(std::FILE* out, const RunReport& r, const BenchOptions& o) {
+  std::string server = r.server_version.empty() ? "" : absl::StrCat(" (server ", r.server_version, ")");
+  absl::FPrintF(out, "revkv-bench: %s against %s%s\n", WorkloadName(o.workload), r.endpoints, server);
+  absl::FPrintF(out, "  load        %s\n", DescribeLoad(o));
+  if (!r.failure.empty()) absl::FPrintF(out, "  FAILED      %s\n", r.failure);
+  if (r.interrupted) {
+    absl::FPrintF(out, "  note        interrupted (SIGINT): the figures cover the time it ran\n");
+  }
+  std::string excluded = absl::StrCat("warm-up ", Grouped(r.phase(Phase::kWarmup).ops), " ops");
+  if (r.phase(Phase::kPreload).ops > 0 || r.phase(Phase::kPreload).errors > 0) {
+    absl::StrAppend(&excluded, ", preload ", Grouped(r.phase(Phase::kPreload).ops), " ops");
+  }
+  absl::FPrintF(out, "  measured    %s ops in %.2f s (%s excluded)\n", Grouped(r.ops), r.measured_seconds,
+                excluded);
+  absl::FPrintF(out, "  throughput  %s ops/s\n", GroupedDouble(r.throughput));
+  if (r.load_average_start >= 0) {
+    absl::FPrintF(out, "  host load   %.2f at the start, %.2f at the end (1-minute load average)\n",
+                  r.load_average_start, r.load_average_end);
+  }
+  absl::FPrintF(out, "  latency us  p50 %s  p90 %s  p99 %s  p99.9 %s  max %s  mean %.1f\n",
+                Grouped(r.latency.p50), Grouped(r.latency.p90), Grouped(r.latency.p99),
+                Grouped(r.latency.p999), Grouped(r.latency.max), r.latency.mean);
+  if (o.workload == Workload::kTxn) {
+    absl::FPrintF(out, "  retries     %s (compare failures while measuring)\n",
+                  Grouped(r.phase(Phase::kMeasured).retries));
+  }
+  absl::FPrintF(out, "  errors      %s\n", ErrorSummary(r));
+  std::vector<std::string> requests;
+  for (int i = 0; i < kMethodCount; ++i) {
+    if (r.requests[i] > 0) {
+      requests.push_back(absl::StrCat(MethodName(static_cast<Method>(i)), " ", Grouped(r.requests[i])));
+    }
+  }
+  absl::FPrintF(out, "  requests    %s\n", requests.empty() ? "none" : absl::StrJoin(requests, "  "));
+}
+
+void PrintText(std::FILE* out, const CompareReport& c, const BenchOptions& o) {
+  auto describe = [](const std::string& endpoints, const std::vector<RunReport>& rounds) {
+    for (const RunReport& r : rounds) {
+      if (!r.server_version.empty()) return absl::StrCat(endpoints, " (server ", r.server_version, ")");
+    }
+    return endpoints;
+  };
+  absl::FPrintF(out, "revkv-bench: %s, A = %s, B = %s\n", WorkloadName(o.workload), describe(c.a, c.a_rounds),
+                describe(c.b, c.b_rounds));
+  absl::FPrintF(out, "  load        %s\n", DescribeLoad(o));
+  absl::FPrintF(out, "  rounds      %d, each A then B, %.1f s measured per run; ratio = B/A of the medians\n",
+                static_cast<int>(c.a_rounds.size()), Seconds(o.duration));
+  for (const auto* rounds : {&c.a_rounds, &c.b_rounds}) {
+    for (size_t i = 0; i < rounds->size(); ++i) {
+      const RunReport& r = (*rounds)[i];
+      if (!r.failure.empty()) {
+        absl::FPrintF(out, "  FAILED      %s round %d: %s\n", rounds == &c.a_rounds ? "A" : "B", i + 1,
+                      r.failure);
+      }
+    }
+  }
+  absl::FPrintF(out, "  %-18s %12s %12s %8s   %-30s %s\n", "", "A median", "B median", "B/A", "A rounds",
+                "B rounds");
+  for (const Figure& f : Figures()) {
+    const double a = MedianOf(c.a_rounds, f);
+    const double b = MedianOf(c.b_rounds, f);
+    std::vector<std::string> a_rounds, b_rounds;
+    for (const RunReport& r : c.a_rounds) a_rounds.push_back(FormatFigure(f.get(r), f.integral));
+    for (const RunReport& r : c.b_rounds) b_rounds.push_back(FormatFigure(f.get(r), f.integral));
+    const std::string ratio = a == 0 ? "-" : absl::StrFormat("%.2f", b / a);
+    absl::FPrintF(out, "  %-18s %12s %12s %8s   %-30s %s\n", f.text_name, FormatFigure(a, f.integral),
+                  FormatFigure(b, f.integral), ratio, absl::StrJoin(a_rounds, " "),
+                  absl::StrJoin(b_rounds, " "));
+  }
+  std::vector<std::string> a_load, b_load;
+  for (const RunReport& r : c.a_rounds) a_load.push_back(absl::StrFormat("%.2f", r.load_average_start));
+  for (const RunReport& r : c.b_rounds) b_load.push_back(absl::StrFormat("%.2f", r.load_average_start));
+  absl::FPrintF(out, "  %-18s %12s %12s %8s   %-30s %s\n", "host load at start", "", "", "",
+                absl::StrJoin(a_load, " "), absl::StrJoin(b_load, " "));
+  for (const auto& [name, rounds] : {std::pair{"A", &c.a_rounds}, std::pair{"B", &c.b_rounds}}) {
+    for (size_t i = 0; i < rounds->size(); ++i) {
+      const RunReport& r = (*rounds)[i];
+      if (r.errors_total > 0) absl::FPrintF(out, "  errors %s round %d: %s\n", name, i + 1, ErrorSummary(r));
+    }
+  }
+}
+
+}  // namespace revkv::client

@@ -1,0 +1,78 @@
+// revkv-bench's reports: one run's figures, or a comparison of two endpoints over rounds; as text for
+// people and as JSON for scripts.
+#ifndef REVKV_CLIENTS_BENCH_REPORT_H_
+#define REVKV_CLIENTS_BENCH_REPORT_H_
+
+#include <array>
+#include <cstdint>
+#include <cstdio>
+#include <nlohmann/json.hpp>
+#include <string>
+#include <vector>
+
+#include "clients/bench/options.h"
+#include "clients/bench/run_stats.h"
+
+namespace revkv::client {
+
+struct LatencyFigures {  // microseconds
+  uint64_t count = 0;
+  double mean = 0;
+  uint64_t p50 = 0;
+  uint64_t p90 = 0;
+  uint64_t p99 = 0;
+  uint64_t p999 = 0;
+  uint64_t max = 0;
+};
+
+// One run against one endpoint list.
+struct RunReport {
+  std::string endpoints;
+  std::string server_version;  // from Maintenance/Status, when the server says
+  std::string failure;         // non-empty: the run could not be made (e.g. endpoint unreachable)
+  bool interrupted = false;    // SIGINT ended the measurement early
+  // The host's 1-minute load average when the measured phase began and ended (-1: unknown). On a shared
+  // machine a high value says the figures were taken under competition.
+  double load_average_start = -1;
+  double load_average_end = -1;
+  double measured_seconds = 0;
+  uint64_t ops = 0;       // measured operations that completed
+  double throughput = 0;  // ops / measured_seconds
+  LatencyFigures latency;
+  std::array<PhaseCounts, kPhaseCount> phases{};
+  ErrorCounts errors;  // every phase
+  uint64_t errors_total = 0;
+  std::array<uint64_t, kMethodCount> requests{};  // every phase
+
+  const PhaseCounts& phase(Phase p) const { return phases[static_cast<int>(p)]; }
+  bool ok() const { return failure.empty() && errors_total == 0; }
+};
+
+// The host's 1-minute load average from /proc/loadavg; -1 when it cannot be read.
+double HostLoadAverage();
+
+// Builds a report from the merged stats of a run whose measured part started at `measure_start`.
+RunReport MakeRunReport(std::string endpoints, const WorkerStats& stats, Clock::time_point measure_start,
+                        double planned_seconds);
+
+// A comparison: rounds of A then B.
+struct CompareReport {
+  std::string a;
+  std::string b;
+  std::vector<RunReport> a_rounds;
+  std::vector<RunReport> b_rounds;
+
+  bool ok() const;
+};
+
+nlohmann::json ToJson(const RunReport& report, const BenchOptions& options);
+nlohmann::json ToJson(const CompareReport& report, const BenchOptions& options);
+void PrintText(std::FILE* out, const RunReport& report, const BenchOptions& options);
+void PrintText(std::FILE* out, const CompareReport& report, const BenchOptions& options);
+
+// One line describing the workload and load shape ("put, 4 connections x 16 in flight, unary, ...").
+std::string DescribeLoad(const BenchOptions& options);
+
+}  // namespace revkv::client
+
+#endif  // REVKV_CLIENTS_BENCH_REPORT_H_

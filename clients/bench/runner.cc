@@ -1,0 +1,251 @@
+// Running the phases of a benchmark, probing connections, and the progress line.
+#include "clients/bench/runner.h"
+
+#include <unistd.h>
+
+#include <algorithm>
+#include <cstdio>
+#include <thread>
+
+#include "absl/strings/str_cat.h"
+#include "absl/strings/str_format.h"
+#include "absl/synchronization/mutex.h"
+#include "clients/bench/pipeline_connection.h"
+#include "clients/bench/unary_connection.h"
+#include "clients/bench/worker.h"
+#include "clients/common/grpc_status.h"
+#include "etcdserverpb/rpc.grpc.pb.h"
+
+namespace revkv::client {
+namespace {
+
+struct ProbeResult {
+  grpc::Status status;
+  std::string version;
+};
+
+// Waits up to `dial_timeout` for the channel to connect, then asks Maintenance/Status. A server that
+// does not implement Status is reachable all the same.
+ProbeResult Probe(const std::shared_ptr<grpc::Channel>& channel, absl::Duration dial_timeout) {
+  const auto now = std::chrono::system_clock::now();
+  const auto deadline = now + absl::ToChronoNanoseconds(dial_timeout);
+  channel->WaitForConnected(deadline);
+  auto stub = etcdserverpb::Maintenance::NewStub(channel);
+  grpc::ClientContext context;
+  // Not connected by now: the call fails fast with the channel's last error (UNAVAILABLE and why).
+  context.set_deadline(std::max(deadline, std::chrono::system_clock::now() + std::chrono::seconds(1)));
+  etcdserverpb::StatusResponse response;
+  ProbeResult result;
+  result.status = stub->Status(&context, etcdserverpb::StatusRequest(), &response);
+  if (result.status.error_code() == grpc::StatusCode::UNIMPLEMENTED) result.status = grpc::Status::OK;
+  result.version = response.version();
+  return result;
+}
+
+// Shared between a phase's workers (which finish) and the main thread (which waits and reports).
+struct PhaseState {
+  absl::Mutex mu;
+  int finished ABSL_GUARDED_BY(mu) = 0;
+  int workers = 0;
+
+  static bool AllFinished(PhaseState* state) ABSL_EXCLUSIVE_LOCKS_REQUIRED(state->mu) {
+    return state->finished == state->workers;
+  }
+};
+
+struct LiveTotals {
+  uint64_t ops = 0;
+  uint64_t errors = 0;
+  uint64_t retries = 0;
+};
+
+LiveTotals ReadLive(const std::vector<std::unique_ptr<Worker>>& workers) {
+  LiveTotals totals;
+  for (const auto& worker : workers) {
+    const LiveCounters& live = worker->stats()->live;
+    totals.ops += live.ops.load(std::memory_order_relaxed);
+    totals.errors += live.errors.load(std::memory_order_relaxed);
+    totals.retries += live.retries.load(std::memory_order_relaxed);
+  }
+  return totals;
+}
+
+// Runs `plan` on every worker and waits for all of them, printing a progress line each second.
+void RunPhase(const RunContext& context, std::vector<std::unique_ptr<Worker>>& workers,
+              const PhasePlan& plan) {
+  PhaseState state;
+  state.workers = static_cast<int>(workers.size());
+  for (auto& worker : workers) {
+    worker->StartPhase(plan, [&state] {
+      absl::MutexLock lock(&state.mu);
+      ++state.finished;
+    });
+  }
+  const bool show = !context.options->quiet;
+  const bool terminal = isatty(STDERR_FILENO) == 1;
+  LiveTotals last = ReadLive(workers);
+  Clock::time_point last_time = plan.start;
+  Clock::time_point tick = plan.start + std::chrono::seconds(1);
+  bool printed = false;
+  while (true) {
+    {
+      absl::MutexLock lock(&state.mu);
+      const absl::Time deadline = absl::Now() + absl::FromChrono(tick - Clock::now());
+      if (state.mu.AwaitWithDeadline(absl::Condition(&PhaseState::AllFinished, &state), deadline)) break;
+    }
+    const Clock::time_point now = Clock::now();
+    tick += std::chrono::seconds(1);
+    if (!show) continue;
+    const LiveTotals totals = ReadLive(workers);
+    const double seconds = std::chrono::duration<double>(now - last_time).count();
+    const double rate = seconds > 0 ? static_cast<double>(totals.ops - last.ops) / seconds : 0;
+    const char* phase = plan.kind == Phase::kPreload ? "preload"
+                        : now < plan.warmup_end      ? "warmup"
+                        : now < plan.end             ? "measure"
+                                                     : "drain";
+    std::string line = absl::StrFormat("%s[%-7s %5.1fs] %10.0f ops/s  ops %llu  errors %llu", context.label,
+                                       phase, std::chrono::duration<double>(now - plan.start).count(), rate,
+                                       static_cast<unsigned long long>(totals.ops),
+                                       static_cast<unsigned long long>(totals.errors));
+    if (context.options->workload == Workload::kTxn) {
+      absl::StrAppend(&line, "  retries ", totals.retries);
+    }
+    std::fprintf(stderr, terminal ? "\r\033[K%s" : "%s\n", line.c_str());
+    std::fflush(stderr);
+    printed = true;
+    last = totals;
+    last_time = now;
+  }
+  for (auto& worker : workers) worker->Join();
+  if (printed && terminal) {
+    std::fprintf(stderr, "\r\033[K");
+    std::fflush(stderr);
+  }
+}
+
+}  // namespace
+
+std::string JoinEndpoints(const std::vector<Endpoint>& endpoints) {
+  std::string text;
+  for (const Endpoint& e : endpoints) {
+    absl::StrAppend(&text, text.empty() ? "" : ",", e.https ? "https://" : "", e.target);
+  }
+  return text;
+}
+
+RunReport RunBenchmark(const RunContext& context, const std::vector<Endpoint>& endpoints, bool preload) {
+  const BenchOptions& o = *context.options;
+  const int connections = o.connections;
+  const int cores = std::max(1, static_cast<int>(std::thread::hardware_concurrency()));
+  const int thread_count = std::min(connections, o.threads > 0 ? o.threads : cores);
+
+  std::vector<std::unique_ptr<Worker>> workers;
+  for (int i = 0; i < thread_count; ++i) workers.push_back(std::make_unique<Worker>());
+  std::vector<std::shared_ptr<grpc::Channel>> channels;
+  channels.reserve(connections);
+  for (int c = 0; c < connections; ++c) {
+    channels.push_back(context.channels->Connect(endpoints[c % endpoints.size()], c));
+    Worker& worker = *workers[c % thread_count];
+    ConnectionConfig config;
+    config.index = c;
+    config.inflight = o.inflight;
+    config.timeout = absl::ToChronoNanoseconds(o.timeout);
+    config.seed = o.seed * 0x9e3779b97f4a7c15ULL + static_cast<uint64_t>(c);
+    config.spec = context.spec;
+    if (o.mode == SendMode::kUnary) {
+      worker.AddConnection(std::make_unique<UnaryConnection>(config, channels.back(), worker.cq(),
+                                                             worker.stats(), worker.open_connections()));
+    } else {
+      worker.AddConnection(std::make_unique<PipelineConnection>(config, channels.back(), worker.cq(),
+                                                                worker.stats(), worker.open_connections()));
+    }
+  }
+
+  // Probe every connection at once, so that an unreachable endpoint costs one dial timeout, not many.
+  std::vector<ProbeResult> probes(connections);
+  {
+    std::vector<std::thread> probers;
+    probers.reserve(connections);
+    for (int c = 0; c < connections; ++c) {
+      probers.emplace_back([&, c] { probes[c] = Probe(channels[c], o.transport.dial_timeout); });
+    }
+    for (std::thread& t : probers) t.join();
+  }
+  WorkerStats connect_stats;
+  std::string failure;
+  std::string version;
+  for (int c = 0; c < connections; ++c) {
+    connect_stats.CountRequest(Method::kStatus);
+    const grpc::Status& status = probes[c].status;
+    if (status.ok()) {
+      connect_stats.CountDone(Phase::kConnect);
+      if (version.empty()) version = probes[c].version;
+    } else {
+      connect_stats.CountError(Phase::kConnect, status);
+      if (failure.empty()) {
+        failure =
+            absl::StrCat("cannot reach ", JoinEndpoints({endpoints[c % endpoints.size()]}), " (connection ",
+                         c, "): ", StatusCodeName(status.error_code()), ": ", status.error_message());
+      }
+    }
+  }
+
+  Clock::time_point measure_start = Clock::now();
+  double load_start = -1;
+  double load_end = -1;
+  if (failure.empty()) {
+    if (preload) {
+      PhasePlan plan;
+      plan.kind = Phase::kPreload;
+      plan.start = Clock::now();
+      plan.preload_keys = context.spec->keys.size();
+      plan.connections = connections;
+      RunPhase(context, workers, plan);
+    }
+    PhasePlan plan;
+    plan.kind = Phase::kMeasured;
+    plan.start = Clock::now();
+    plan.warmup_end = plan.start + absl::ToChronoNanoseconds(o.warmup);
+    if (o.total == 0) plan.end = plan.warmup_end + absl::ToChronoNanoseconds(o.duration);
+    plan.total = o.total;
+    plan.connections = connections;
+    plan.rate = o.rate;
+    plan.stop = context.stop;
+    measure_start = plan.warmup_end;
+    load_start = HostLoadAverage();
+    RunPhase(context, workers, plan);
+    load_end = HostLoadAverage();
+  }
+
+  WorkerStats merged;
+  merged.Merge(connect_stats);
+  for (const auto& worker : workers) merged.Merge(*worker->stats());
+  RunReport report = MakeRunReport(JoinEndpoints(endpoints), merged, measure_start,
+                                   o.total == 0 ? absl::ToDoubleSeconds(o.duration) : 0);
+  report.failure = std::move(failure);
+  report.server_version = std::move(version);
+  report.load_average_start = load_start;
+  report.load_average_end = load_end;
+  report.interrupted = context.stop != nullptr && context.stop->load(std::memory_order_acquire);
+  return report;
+}
+
+CompareReport RunComparison(const RunContext& context, const std::vector<Endpoint>& a,
+                            const std::vector<Endpoint>& b) {
+  CompareReport report;
+  report.a = JoinEndpoints(a);
+  report.b = JoinEndpoints(b);
+  for (int round = 0; round < context.options->rounds; ++round) {
+    for (const bool is_a : {true, false}) {
+      RunContext run = context;
+      run.label = absl::StrCat(is_a ? "A" : "B", " round ", round + 1, " ");
+      RunReport result = RunBenchmark(run, is_a ? a : b, context.options->preload && round == 0);
+      const bool failed = !result.failure.empty();
+      (is_a ? report.a_rounds : report.b_rounds).push_back(std::move(result));
+      if (failed || (context.stop != nullptr && context.stop->load(std::memory_order_acquire))) return report;
+    }
+  }
+  return report;
+}
+
+}  // namespace revkv::client

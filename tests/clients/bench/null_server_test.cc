@@ -1,0 +1,261 @@
+// revkv-bench against revkv-null-server (in this process): what the client reports is what the server
+// served, pacing holds, reports are complete, and an unreachable endpoint fails loudly.
+#include "bench/null_server/null_server.h"
+
+#include <gtest/gtest.h>
+
+#include <cmath>
+#include <nlohmann/json.hpp>
+
+#include "tests/clients/bench/process.h"
+
+namespace revkv::client {
+namespace {
+
+using bench::NullMethod;
+using bench::NullServer;
+using testing::ProcessResult;
+using testing::RunProcess;
+
+std::unique_ptr<NullServer> StartNullServer() {
+  bench::NullServerOptions options;
+  options.listen = "127.0.0.1:0";
+  options.workers = 2;
+  absl::StatusOr<std::unique_ptr<NullServer>> server = NullServer::Start(options);
+  if (!server.ok()) {
+    ADD_FAILURE() << server.status();
+    return nullptr;
+  }
+  return *std::move(server);
+}
+
+std::string Endpoint(const NullServer& server) { return "127.0.0.1:" + std::to_string(server.port()); }
+
+// Runs revkv-bench with `args` (plus --json --quiet) and parses its report.
+nlohmann::json RunBench(std::vector<std::string> args, ProcessResult* result_out = nullptr) {
+  args.insert(args.begin(), REVKV_BENCH_BINARY);
+  args.push_back("--json");
+  args.push_back("--quiet");
+  ProcessResult result = RunProcess(args, std::chrono::seconds(120));
+  if (result_out != nullptr) *result_out = result;
+  EXPECT_FALSE(result.timed_out);
+  nlohmann::json report = nlohmann::json::parse(result.out, nullptr, /*allow_exceptions=*/false);
+  EXPECT_FALSE(report.is_discarded()) << "stdout is not JSON:\n" << result.out << "\nstderr:\n" << result.err;
+  return report;
+}
+
+uint64_t AllPhaseOps(const nlohmann::json& report) {
+  uint64_t ops = 0;
+  for (const auto& [name, phase] : report["phases"].items()) {
+    if (name != "connect") ops += phase["ops"].get<uint64_t>();
+  }
+  return ops;
+}
+
+TEST(BenchAgainstNullServer, UnaryOperationsEqualTheRequestsTheServerCounted) {
+  std::unique_ptr<NullServer> server = StartNullServer();
+  ASSERT_NE(server, nullptr);
+  ProcessResult result;
+  const nlohmann::json report =
+      RunBench({"mixed", "--endpoints", Endpoint(*server), "--duration", "2", "--warmup", "0.5", "--preload",
+                "--keys", "500", "--read-ratio", "0.5"},
+               &result);
+  ASSERT_EQ(result.exit_code, 0) << result.err;
+  server->Shutdown();
+  const bench::NullServerCounts counts = server->Counts();
+
+  const uint64_t preload = report["phases"]["preload"]["ops"];
+  const uint64_t warmup = report["phases"]["warmup"]["ops"];
+  const uint64_t measured = report["ops"];
+  EXPECT_EQ(preload, 500u);
+  EXPECT_GT(warmup, 0u);
+  EXPECT_GT(measured, 0u);
+  EXPECT_EQ(report["phases"]["measured"]["ops"].get<uint64_t>(), measured);
+  // Every operation of every phase is one request, and the server counted each exactly once.
+  EXPECT_EQ(counts[NullMethod::kRange] + counts[NullMethod::kPut], preload + warmup + measured);
+  EXPECT_EQ(counts[NullMethod::kRange], report["requests"]["Range"].get<uint64_t>());
+  EXPECT_EQ(counts[NullMethod::kPut], report["requests"]["Put"].get<uint64_t>());
+  EXPECT_EQ(counts[NullMethod::kStatus], report["load"]["connections"].get<uint64_t>());
+  EXPECT_EQ(counts[NullMethod::kStatus], report["requests"]["Status"].get<uint64_t>());
+  EXPECT_EQ(counts[NullMethod::kTxn] + counts[NullMethod::kPipeline], 0u);
+  EXPECT_EQ(report["errors"]["total"].get<uint64_t>(), 0u);
+  // Each connection probed Status once, each over its own TCP connection (its own client port).
+  EXPECT_EQ(server->StatusPeers().size(), report["load"]["connections"].get<size_t>());
+  // Half reads, half writes, give or take.
+  const double reads = static_cast<double>(counts[NullMethod::kRange]);
+  EXPECT_NEAR(reads / static_cast<double>(warmup + measured), 0.5, 0.05);
+}
+
+TEST(BenchAgainstNullServer, PipelineOperationsEqualTheMessagesTheServerCounted) {
+  std::unique_ptr<NullServer> server = StartNullServer();
+  ASSERT_NE(server, nullptr);
+  ProcessResult result;
+  const nlohmann::json report =
+      RunBench({"put", "--endpoints", Endpoint(*server), "--mode", "pipeline", "--duration", "2", "--warmup",
+                "0.5", "--preload", "--keys", "1000"},
+               &result);
+  ASSERT_EQ(result.exit_code, 0) << result.err;
+  server->Shutdown();
+  const bench::NullServerCounts counts = server->Counts();
+  EXPECT_EQ(report["load"]["mode"], "pipeline");
+  EXPECT_GT(report["ops"].get<uint64_t>(), 0u);
+  EXPECT_EQ(counts[NullMethod::kPipeline], AllPhaseOps(report));
+  EXPECT_EQ(counts[NullMethod::kPipeline], report["requests"]["Pipeline"].get<uint64_t>());
+  EXPECT_EQ(counts[NullMethod::kPut] + counts[NullMethod::kRange] + counts[NullMethod::kTxn], 0u);
+  EXPECT_EQ(report["errors"]["total"].get<uint64_t>(), 0u);
+  EXPECT_EQ(server->StatusPeers().size(), report["load"]["connections"].get<size_t>());
+}
+
+TEST(BenchAgainstNullServer, ConnectionsAreSeparateTcpConnections) {
+  std::unique_ptr<NullServer> server = StartNullServer();
+  ASSERT_NE(server, nullptr);
+  ProcessResult result;
+  const nlohmann::json report = RunBench({"get", "--endpoints", Endpoint(*server), "--total", "100",
+                                          "--warmup", "0", "--connections", "7", "--threads", "2"},
+                                         &result);
+  ASSERT_EQ(result.exit_code, 0) << result.err;
+  EXPECT_EQ(server->StatusPeers().size(), 7u);
+}
+
+TEST(BenchAgainstNullServer, EachTransferIsTwoRangesAndOneTxn) {
+  std::unique_ptr<NullServer> server = StartNullServer();
+  ASSERT_NE(server, nullptr);
+  ProcessResult result;
+  const nlohmann::json report =
+      RunBench({"txn", "--endpoints", Endpoint(*server), "--duration", "1", "--warmup", "0.2"}, &result);
+  ASSERT_EQ(result.exit_code, 0) << result.err;
+  server->Shutdown();
+  const bench::NullServerCounts counts = server->Counts();
+  // The null server commits every Txn, so no transfer retries.
+  const uint64_t transfers = AllPhaseOps(report);
+  EXPECT_GT(transfers, 0u);
+  EXPECT_EQ(report["retries"].get<uint64_t>(), 0u);
+  EXPECT_EQ(counts[NullMethod::kTxn], transfers);
+  EXPECT_EQ(counts[NullMethod::kRange], 2 * transfers);
+}
+
+TEST(BenchAgainstNullServer, TotalMeasuresExactlyThatManyOperations) {
+  std::unique_ptr<NullServer> server = StartNullServer();
+  ASSERT_NE(server, nullptr);
+  ProcessResult result;
+  const nlohmann::json report = RunBench(
+      {"get", "--endpoints", Endpoint(*server), "--total", "5003", "--warmup", "0", "--connections", "3"},
+      &result);
+  ASSERT_EQ(result.exit_code, 0) << result.err;
+  server->Shutdown();
+  EXPECT_EQ(report["ops"].get<uint64_t>(), 5003u);
+  EXPECT_EQ(report["latency_us"]["count"].get<uint64_t>(), 5003u);
+  EXPECT_EQ(server->Counts()[NullMethod::kRange], 5003u);
+}
+
+TEST(BenchAgainstNullServer, RateLimitedRunLandsWithinTenPercentOfItsRate) {
+  std::unique_ptr<NullServer> server = StartNullServer();
+  ASSERT_NE(server, nullptr);
+  ProcessResult result;
+  const nlohmann::json report = RunBench(
+      {"put", "--endpoints", Endpoint(*server), "--rate", "2000", "--duration", "2", "--warmup", "0.5"},
+      &result);
+  ASSERT_EQ(result.exit_code, 0) << result.err;
+  const double throughput = report["throughput_ops_per_s"];
+  EXPECT_NEAR(throughput, 2000, 200) << result.err;
+  EXPECT_NEAR(report["ops"].get<double>(), 4000, 400);
+}
+
+TEST(BenchAgainstNullServer, JsonReportHasEveryFigure) {
+  std::unique_ptr<NullServer> server = StartNullServer();
+  ASSERT_NE(server, nullptr);
+  ProcessResult result;
+  const nlohmann::json r = RunBench({"range", "--endpoints", Endpoint(*server), "--duration", "1", "--warmup",
+                                     "0.2", "--key-distribution", "zipfian", "--range-size", "5"},
+                                    &result);
+  ASSERT_EQ(result.exit_code, 0) << result.err;
+  EXPECT_EQ(r["workload"], "range");
+  EXPECT_EQ(r["endpoints"], Endpoint(*server));
+  EXPECT_EQ(r["ok"], true);
+  for (const char* key : {"connections", "inflight", "mode", "rate", "duration_s", "warmup_s", "keys",
+                          "key_size", "value_size", "key_distribution", "zipf_exponent", "range_size"}) {
+    EXPECT_TRUE(r["load"].contains(key)) << key;
+  }
+  EXPECT_EQ(r["load"]["value_size"], 100);
+  EXPECT_GT(r["measured_seconds"].get<double>(), 0.9);
+  EXPECT_GT(r["throughput_ops_per_s"].get<double>(), 0);
+  const nlohmann::json& latency = r["latency_us"];
+  EXPECT_EQ(latency["count"], r["ops"]);
+  EXPECT_LE(latency["p50"].get<uint64_t>(), latency["p90"].get<uint64_t>());
+  EXPECT_LE(latency["p90"].get<uint64_t>(), latency["p99"].get<uint64_t>());
+  EXPECT_LE(latency["p99"].get<uint64_t>(), latency["p99.9"].get<uint64_t>());
+  EXPECT_LE(latency["p99.9"].get<uint64_t>(), latency["max"].get<uint64_t>());
+  EXPECT_GT(latency["mean"].get<double>(), 0);
+  EXPECT_TRUE(r["errors"]["by_code"].is_object());
+  EXPECT_EQ(r["errors"]["total"], 0);
+  EXPECT_EQ(r["retries"], 0);
+  for (const char* phase : {"connect", "preload", "warmup", "measured"})
+    EXPECT_TRUE(r["phases"].contains(phase));
+  for (const char* method : {"Range", "Put", "Txn", "Pipeline", "Status"})
+    EXPECT_TRUE(r["requests"].contains(method));
+  // The text report goes to stderr when stdout carries the JSON.
+  EXPECT_NE(result.err.find("throughput"), std::string::npos) << result.err;
+}
+
+TEST(BenchAgainstNullServer, CompareRunsBothEndpointsInRoundsAndReportsRatios) {
+  std::unique_ptr<NullServer> a = StartNullServer();
+  std::unique_ptr<NullServer> b = StartNullServer();
+  ASSERT_NE(a, nullptr);
+  ASSERT_NE(b, nullptr);
+  ProcessResult result;
+  const nlohmann::json r = RunBench({"put", "--compare", Endpoint(*a), Endpoint(*b), "--rounds", "2",
+                                     "--duration", "0.5", "--warmup", "0.1", "--preload", "--keys", "100"},
+                                    &result);
+  ASSERT_EQ(result.exit_code, 0) << result.err;
+  const nlohmann::json& compare = r["compare"];
+  EXPECT_EQ(compare["a"]["endpoints"], Endpoint(*a));
+  EXPECT_EQ(compare["b"]["endpoints"], Endpoint(*b));
+  ASSERT_EQ(compare["a"]["rounds"].size(), 2u);
+  ASSERT_EQ(compare["b"]["rounds"].size(), 2u);
+  EXPECT_EQ(compare["ratio"], "B/A of the medians");
+  const double a_median = compare["a"]["median"]["throughput_ops_per_s"];
+  const double b_median = compare["b"]["median"]["throughput_ops_per_s"];
+  EXPECT_GT(a_median, 0);
+  EXPECT_NEAR(compare["ratio_b_over_a"]["throughput_ops_per_s"].get<double>(), b_median / a_median, 1e-9);
+  // Preload runs once per endpoint, before its first round.
+  EXPECT_EQ(compare["a"]["rounds"][0]["phases"]["preload"]["ops"], 100);
+  EXPECT_EQ(compare["a"]["rounds"][1]["phases"]["preload"]["ops"], 0);
+  // Both servers served their rounds.
+  a->Shutdown();
+  b->Shutdown();
+  EXPECT_GT(a->Counts()[NullMethod::kPut], 100u);
+  EXPECT_GT(b->Counts()[NullMethod::kPut], 100u);
+  EXPECT_NE(result.err.find("B/A"), std::string::npos);
+}
+
+TEST(BenchAgainstUnreachableEndpoint, CountsErrorsByCodeAndExitsNonZero) {
+  const std::string endpoint = "127.0.0.1:" + std::to_string(testing::FreePort());  // nobody listens
+  ProcessResult result;
+  const nlohmann::json r = RunBench(
+      {"put", "--endpoints", endpoint, "--duration", "1", "--dial-timeout", "0.5", "--connections", "3"},
+      &result);
+  EXPECT_EQ(result.exit_code, 1);
+  EXPECT_NE(result.err.find("cannot reach " + endpoint), std::string::npos) << result.err;
+  EXPECT_NE(result.err.find("UNAVAILABLE"), std::string::npos) << result.err;
+  EXPECT_EQ(r["ok"], false);
+  EXPECT_TRUE(r.contains("failure"));
+  EXPECT_EQ(r["errors"]["total"], 3);
+  EXPECT_EQ(r["errors"]["by_code"]["UNAVAILABLE"]["count"], 3);
+  EXPECT_EQ(r["phases"]["connect"]["errors"], 3);
+  EXPECT_EQ(r["ops"], 0);
+}
+
+TEST(BenchOptions, BadOptionsExitWithUsageStatus) {
+  for (std::vector<std::string> args :
+       {std::vector<std::string>{"nosuchworkload"},
+        std::vector<std::string>{"range", "--keys", "5", "--range-size", "10"},
+        std::vector<std::string>{"put", "--endpoints", "nohostport"},
+        std::vector<std::string>{"put", "--duration", "ten"}}) {
+    args.insert(args.begin(), REVKV_BENCH_BINARY);
+    const ProcessResult result = RunProcess(args, std::chrono::seconds(30));
+    EXPECT_EQ(result.exit_code, 2) << args[1] << ": " << result.err;
+  }
+}
+
+}  // namespace
+}  // namespace revkv::client
