@@ -71,8 +71,9 @@ char* AllocateSmallSlow(ThreadContext* self, size_t size) {
     std::fprintf(stderr, "revkv runtime: allocation during a collection\n");
     std::abort();
   }
-  Poll();
+  Poll();  // once per nursery chunk: what bounds the time an allocating thread takes to a safepoint
   ThreadHeap& heap = self->heap;
+  if (char* p = heap.TryAllocateNursery(size)) return p;  // the nursery's next chunk
   const size_t nursery_bytes = RuntimeOptions().nursery_bytes;
   if (heap.nursery_chunks().empty()) {
     if (!heap.FillNursery(nursery_bytes, self->index)) {

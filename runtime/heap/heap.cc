@@ -65,7 +65,7 @@ absl::StatusOr<Object*> Allocate(TypeId type, size_t size) {
   size = AlignObjectSize(std::max(size, kMinObjectSize));
   ThreadContext* self = RequireThread();
   if (size <= kLargeObjectThreshold) {
-    char* p = self->heap.TryAllocateNursery(size);
+    char* p = self->heap.TryBumpNursery(size);
     if (p == nullptr) [[unlikely]] {
       p = AllocateSmallSlow(self, size);
       if (p == nullptr) return Exhausted(size);

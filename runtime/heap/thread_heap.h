@@ -43,7 +43,19 @@ class ThreadHeap {
   // Takes nursery chunks from the page space until the nursery holds `bytes`; false if the heap could
   // not supply a single chunk.
   bool FillNursery(size_t bytes, uint16_t owner);
-  // Bump allocation in the nursery: nullptr when the nursery is full (the caller collects).
+  // Bump allocation in the nursery chunk the cursor is in: nullptr at the chunk's end. The allocator's
+  // fast path; its slow path polls for a safepoint once per chunk before moving to the next one, so
+  // an allocating thread reaches a safepoint every 16 KiB of allocation.
+  char* TryBumpNursery(size_t size) {
+    if (size <= static_cast<size_t>(nursery_.limit - nursery_.cursor)) [[likely]] {
+      char* p = nursery_.cursor;
+      nursery_.cursor += size;
+      return p;
+    }
+    return nullptr;
+  }
+  // Bump allocation in the nursery, moving to its next chunk if needed: nullptr when the nursery is
+  // full (the caller collects).
   char* TryAllocateNursery(size_t size) {
     if (size <= static_cast<size_t>(nursery_.limit - nursery_.cursor)) [[likely]] {
       char* p = nursery_.cursor;

@@ -5,6 +5,7 @@
 
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <atomic>
 #include <chrono>
 #include <thread>
@@ -13,7 +14,9 @@
 #include "runtime/gc/collector.h"
 #include "runtime/gc/gc.h"
 #include "runtime/heap/heap.h"
+#include "runtime/heap/object_format.h"
 #include "runtime/port/port.h"
+#include "runtime/safepoint/thread_context.h"
 #include "tests/runtime/test_support.h"
 
 namespace revkv::runtime::testing {
@@ -105,6 +108,44 @@ TEST_F(SafepointTest, RunningThreadsStopAtPollsQuickly) {
   const HistogramSnapshot tts = TimeToSafepointHistogram();
   EXPECT_GE(tts.count, 20u);
   EXPECT_LT(tts.Quantile(0.5), 5'000'000u);
+}
+
+// A thread that only allocates polls at every nursery chunk switch, so a stop request is answered
+// within one chunk (16 KiB) of allocation, not once per nursery. Measured in allocations rather than
+// time, so a busy machine does not make it flaky: between reading the allocator's counter and the
+// world being stopped, the allocator may run at most a chunk's worth of allocations (plus what it
+// did while the requester was descheduled in between, hence the median over many stops).
+TEST_F(SafepointTest, AnAllocatingThreadStopsWithinOneNurseryChunk) {
+  std::atomic<bool> stop{false};
+  std::atomic<uint64_t> allocations{0};
+  std::thread allocator([&] {
+    ThreadRegistration r("allocator");
+    while (!stop.load(std::memory_order_relaxed)) {
+      ASSERT_TRUE(New<Node>().ok());
+      allocations.fetch_add(1, std::memory_order_relaxed);
+    }
+  });
+  while (RegisteredThreadCount() < 2) std::this_thread::yield();
+  while (allocations.load() < 100'000) std::this_thread::yield();
+  ThreadContext* self = CurrentThread();
+  ThreadRegistry& registry = ThreadRegistry::Get();
+  std::vector<uint64_t> during_stop;
+  for (int i = 0; i < 41; ++i) {
+    const uint64_t before = allocations.load(std::memory_order_relaxed);
+    registry.StopTheWorld(self);
+    during_stop.push_back(allocations.load(std::memory_order_relaxed) - before);
+    registry.ResumeTheWorld();
+    SafeRegion pause;
+    std::this_thread::sleep_for(1ms);
+  }
+  stop.store(true);
+  Join(allocator);
+  std::sort(during_stop.begin(), during_stop.end());
+  const uint64_t per_chunk = kChunkSize / AlignObjectSize(sizeof(Node));
+  const uint64_t per_nursery = SmallHeapOptions().nursery_bytes / AlignObjectSize(sizeof(Node));
+  EXPECT_LE(during_stop[during_stop.size() / 2], 2 * per_chunk)
+      << "allocations between a stop request and the stop (median of " << during_stop.size()
+      << "); a nursery holds " << per_nursery;
 }
 
 // One mutator: a root Fan of chains of nodes, mutated at random, with a shadow model of values.
