@@ -211,7 +211,12 @@ absl::StatusOr<WriteResult<Response>> Store::Write(const Request& request, char 
     payload.reserve(request.ByteSizeLong() + 1);
     payload.push_back(kind);
     request.AppendToString(&payload);
-    absl::StatusOr<WalReservation> r = wal_->Reserve(payload);
+    absl::StatusOr<WalReservation> r = [&] {
+      // Reserve blocks while the log buffer is full, until the flusher (fsync included) frees space;
+      // a collection must not wait for that. The payload is off the heap.
+      runtime::SafeRegion waiting;
+      return wal_->Reserve(payload);
+    }();
     if (!r.ok()) return r.status();
     reservation.emplace(std::move(*r));
   }
