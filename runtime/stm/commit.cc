@@ -52,7 +52,10 @@ void CancelLocks(TxDescriptor* d) {
 // seed 000 AcquireLocks: in address order (gcroots is sorted), by CAS; spins on another committer's
 // lock without polling (that committer is running and will finish).
 void AcquireLocks(TxDescriptor* d) {
+  Object* previous = nullptr;
   for (GcRoot& g : d->gcroots) {
+    Check(previous < g.r, "AcquireLocks: gcroots out of address order");
+    previous = g.r;
     int spins = 0;
     for (;;) {
       uintptr_t v = g.r->h_revision.load(std::memory_order_acquire);
@@ -92,7 +95,8 @@ uint64_t GetGlobalCurTimeInCommit(TxDescriptor* d) {
     if (t != kInevitable) return t;
     CancelLocks(d);
     d->commit_time_in_progress.store(0, std::memory_order_release);
-    WaitForInevitable(d);
+    WaitForInevitable(d);  // a safe region: a collection may relocate (and re-sort) gcroots
+    if (d->doomed) AbortTransaction(d, AbortCause::kDoomedByGc);
     d->commit_time_in_progress.store(kCommitPending, std::memory_order_seq_cst);
     AcquireLocks(d);
   }

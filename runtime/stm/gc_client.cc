@@ -4,6 +4,7 @@
 // publish are moved to the *same* revision's new address and rehashed, never redirected along a chain.
 // A transaction whose read set holds a revision that is no longer the newest is doomed: it would fail
 // validation anyway, and aborting it early frees the old revision sooner.
+#include <algorithm>
 #include <mutex>
 
 #include "runtime/heap/object_format.h"
@@ -59,6 +60,11 @@ class StmCollectorClient final : public CollectorClient {
       g.r = relocator.Relocate(g.r);
       g.l = relocator.Relocate(g.l);
     }
+    // AcquireLocks takes the heads in address order, and evacuation does not preserve it: a commit
+    // that waits in a safe region after sorting (BecomeInevitable, GetGlobalCurTimeInCommit) would
+    // otherwise lock out of order and could deadlock with another committer.
+    std::sort(d->gcroots.begin(), d->gcroots.end(),
+              [](const GcRoot& a, const GcRoot& b) { return a.r < b.r; });
     for (auto& [root, object] : d->publish_at_commit) object = relocator.Relocate(object);
     for (Object*& o : d->new_versioned) o = relocator.Relocate(o);
   }

@@ -453,8 +453,12 @@ TEST_F(StmTest, OverwritesKeepMemoryBoundedBecauseOldRevisionsAreFreed) {
   EXPECT_EQ(total, static_cast<int64_t>(done));
 }
 
-// Hot objects: slot 0 is a shared counter (read-modify-write); slots 1..4 belong to one thread each and
-// are written blind (without reading them first).
+// Hot objects: slot 0 is shared: every thread increments its balance (read-modify-write) on even steps
+// and overwrites its `writes` field blind (without reading the object) on odd steps, so a blind write
+// that committed over a newer revision would lose an increment. Slots 1..4 belong to one thread each and
+// are written blind. A collector thread runs major collections every few milliseconds, between a
+// write barrier and its commit as often as not (DESIGN 2.3: transaction state is forwarded to the same
+// revision, never along the chain).
 TEST_F(StmTest, NoUpdateIsLostAcrossCollections) {
   MakeAccounts(5, 0);
   std::atomic<bool> stop{false};
@@ -474,7 +478,12 @@ TEST_F(StmTest, NoUpdateIsLostAcrossCollections) {
                       auto tbl = tx.Read(table());
                       tx.Write(Ref<Account>(tbl->at(1 + t)))->balance =
                           static_cast<int64_t>(i);  // blind write
-                      if (i % 2 == 0) tx.Write(tx.Read(Ref<Account>(tbl->at(0))))->balance += 1;  // RMW
+                      if (i % 2 == 0) {
+                        tx.Write(tx.Read(Ref<Account>(tbl->at(0))))->balance += 1;  // RMW
+                      } else {
+                        tx.Write(Ref<Account>(tbl->at(0)))->writes = static_cast<int64_t>(i);  // blind
+                      }
+                      if (i % 16 == 1) tx.Poll();  // a collection between the barrier and the commit
                     }).ok());
         if (i % 2 == 0) increments.fetch_add(1);
       }
@@ -554,6 +563,130 @@ TEST_F(StmTest, ChainCompressionAndAutoLocalizationAreExercisedConcurrently) {
     }
     EXPECT_LT(o->h_revision.load(), uint64_t{1} << 63) << "a lock was left behind";
   }
+}
+
+// A commit that must wait for an inevitable transaction cancels its locks and blocks in a safe region;
+// a major collection may run then and move the heads it will lock. Evacuation order is not address
+// order, so the commit must lock in the address order of the *new* addresses (AcquireLocks checks it),
+// or two committers could lock in opposite orders and deadlock.
+TEST_F(StmTest, ACommitWaitingForAnInevitableTransactionLocksInAddressOrderAfterACollection) {
+  const size_t n = 64;
+  MakeAccounts(n, 0);
+  std::vector<uintptr_t> before(n);
+  for (size_t k = 0; k < n; ++k) before[k] = reinterpret_cast<uintptr_t>(table().unsafe_raw()->at(k).Load());
+  std::atomic<int> phase{0};
+  std::thread inevitable([&] {
+    ThreadRegistration r("inevitable");
+    ASSERT_TRUE(stm::Atomically([&](Tx& tx) {
+                  tx.BecomeInevitable();
+                  phase.store(1);
+                  SafeRegion wait;  // lets the collection below run
+                  while (phase.load() != 3) std::this_thread::sleep_for(1ms);
+                }).ok());
+  });
+  while (phase.load() != 1) std::this_thread::yield();
+  std::thread writer([&] {
+    ThreadRegistration r("writer");
+    ASSERT_TRUE(stm::Atomically([&](Tx& tx) {
+                  auto tbl = tx.Read(table());
+                  // Read in reverse order, so the read set lists the heads against their address order.
+                  for (size_t k = n; k-- > 0;) tx.Write(tx.Read(Ref<Account>(tbl->at(k))))->balance += 1;
+                  phase.store(2);  // the commit comes next; it waits for the inevitable transaction
+                }).ok());
+  });
+  while (phase.load() != 2) std::this_thread::yield();
+  std::this_thread::sleep_for(100ms);  // the writer is now blocked in its commit
+  const uint64_t majors = GetGcStatistics().collections[static_cast<int>(CollectionKind::kMajor)];
+  CollectMajor();
+  EXPECT_GT(GetGcStatistics().collections[static_cast<int>(CollectionKind::kMajor)], majors);
+  phase.store(3);
+  Join(inevitable);
+  Join(writer);
+  size_t moved = 0;
+  for (size_t k = 0; k < n; ++k) {
+    moved += reinterpret_cast<uintptr_t>(table().unsafe_raw()->at(k).Load()) != before[k] ? 1 : 0;
+  }
+  EXPECT_GT(moved, n / 2) << "the collection was to move the heads the waiting commit holds";
+  ASSERT_TRUE(stm::ReadOnly([&](SnapshotTx& tx) {
+                auto tbl = tx.Read(table());
+                for (size_t k = 0; k < n; ++k) EXPECT_EQ(tx.Read(Ref<Account>(tbl->at(k)))->balance, 1);
+              }).ok());
+}
+
+// An immutable object holding a reference to an account: reading through it makes the barriers fix
+// up the container's field (seed 000's container fix-up, PossiblyUpdateChain's slot CAS).
+struct Holder : Object {
+  Field<Account> account;
+  static TypeDescriptor Describe() { return TypeDescriptor::Fixed<Holder>("test.Holder", &Holder::account); }
+};
+
+// A live snapshot keeps the revision it reads through long chains, concurrent chain compression with
+// container fix-ups, and major collections (which collapse chains and free old revisions): nothing may
+// redirect a reference past the snapshot horizon. Once the snapshot ends, the old revisions go.
+TEST_F(StmTest, ALiveSnapshotKeepsItsRevisionThroughCompressionAndMajorCollections) {
+  GlobalRoot holder_root;
+  ASSERT_TRUE(stm::Atomically([&](Tx& tx) {
+                auto h = tx.New<Holder>();
+                auto a = tx.New<Account>();
+                a->balance = 1;
+                h.Set(&Holder::account, Ref<Account>(a));
+                tx.PublishAtCommit(holder_root, Ref<Holder>(h));
+              }).ok());
+  auto holder = [&] { return Ref<Holder>::FromRaw(static_cast<Holder*>(holder_root.Load())); };
+  auto write = [&](int64_t value) {
+    ASSERT_TRUE(stm::Atomically([&](Tx& tx) {
+                  auto h = tx.Read(holder());
+                  tx.Write(tx.Read(h, &Holder::account))->balance = value;
+                }).ok());
+  };
+  const uint64_t compressed_before = stm::GetStmStatistics().chains_compressed;
+  for (int64_t v = 2; v <= 100; ++v) write(v);  // the snapshot below starts at the 100th revision
+  std::atomic<int> phase{0};
+  std::atomic<int64_t> seen_before{-1};
+  std::atomic<int64_t> seen_after{-1};
+  std::thread reader([&] {
+    ThreadRegistration r("snapshot");
+    ASSERT_TRUE(stm::ReadOnly([&](SnapshotTx& tx) {
+                  seen_before.store(tx.Read(tx.Read(holder()), &Holder::account)->balance);
+                  phase.store(1);
+                  {
+                    SafeRegion wait;  // the snapshot stays live while the others write and collect
+                    while (phase.load() != 2) std::this_thread::sleep_for(1ms);
+                  }
+                  seen_after.store(tx.Read(tx.Read(holder()), &Holder::account)->balance);
+                }).ok());
+  });
+  while (phase.load() != 1) std::this_thread::yield();
+  const uint64_t freed_before = GetGcStatistics().revisions_freed;
+  for (int64_t v = 101; v <= 300; ++v) write(v);  // 200 revisions newer than the snapshot's
+  std::vector<std::thread> walkers;
+  for (int t = 0; t < 2; ++t) {
+    walkers.emplace_back([&] {
+      ThreadRegistration r("walker");
+      for (int i = 0; i < 500; ++i) {
+        absl::StatusOr<int64_t> v =
+            stm::Atomically([&](Tx& tx) { return tx.Read(tx.Read(holder()), &Holder::account)->balance; });
+        ASSERT_TRUE(v.ok());
+        ASSERT_EQ(*v, 300);
+      }
+    });
+  }
+  CollectMajor();
+  JoinAll(walkers);
+  CollectMajor();
+  phase.store(2);
+  Join(reader);
+  EXPECT_EQ(seen_before.load(), 100);
+  EXPECT_EQ(seen_after.load(), 100) << "a live snapshot lost the revision it reads";
+  EXPECT_GT(stm::GetStmStatistics().chains_compressed, compressed_before) << "walks were to compress";
+  // With no snapshot left, a collection collapses the chain and frees the old revisions.
+  write(301);
+  CollectMajor();
+  EXPECT_GE(GetGcStatistics().revisions_freed - freed_before, 150u);
+  absl::StatusOr<int64_t> last =
+      stm::ReadOnly([&](SnapshotTx& tx) { return tx.Read(tx.Read(holder()), &Holder::account)->balance; });
+  ASSERT_TRUE(last.ok());
+  EXPECT_EQ(*last, 301);
 }
 
 TEST_F(StmTest, ExplicitRetriesDoNotMakeATransactionInevitable) {
