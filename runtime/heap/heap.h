@@ -140,7 +140,12 @@ void RememberSlot(std::atomic<Object*>* slot);
 template <class T>
 class Field {
  public:
-  T* Load() const { return static_cast<T*>(ptr_.load(std::memory_order_relaxed)); }
+  // The reference. Through a const field (a field of an object read but not written) the result is
+  // const too: a global object is immutable, and the STM's handles hand out const objects to readers.
+  T* Load() { return static_cast<T*>(ptr_.load(std::memory_order_relaxed)); }
+  const T* Load() const { return static_cast<const T*>(ptr_.load(std::memory_order_relaxed)); }
+  // The reference as stored, for the STM's handle types (Ref<T>), which cannot be read through.
+  T* LoadReference() const { return static_cast<T*>(ptr_.load(std::memory_order_relaxed)); }
   // Stores `value` with the generational write barrier. The object holding this field must be
   // writable by the calling thread (local to it, or not yet shared).
   void Store(T* value) {

@@ -50,6 +50,9 @@ namespace internal {
 // types below are the only callers.
 Object* RepeatReadBarrier(Object* o);  // slow half: o has kPossiblyOutdated
 TxDescriptor* CurrentDescriptor();
+// Runs one snapshot transaction at `time` (0: the newest committed state). Fails with
+// FailedPrecondition if `time` is older than the retained horizon, OutOfRange if it is in the future.
+absl::Status RunSnapshot(uint64_t time, const std::function<void(SnapshotTx&)>& body);
 }  // namespace internal
 
 // ---------------------------------------------------------------------------------------------------
@@ -68,7 +71,7 @@ class Ref {
   Ref() = default;
   Ref(std::nullptr_t) {}  // NOLINT: null converts implicitly, like a pointer
   // The reference stored in a field (a relaxed load; see Field<T>).
-  explicit Ref(const Field<T>& field) : p_(field.Load()) {}
+  explicit Ref(const Field<T>& field) : p_(field.LoadReference()) {}
   template <class U, class = std::enable_if_t<std::is_convertible_v<U*, T*>>>
   Ref(const ReadPtr<U>& r) : p_(r.p_) {}  // NOLINT: a narrower category widens implicitly
   template <class U, class = std::enable_if_t<std::is_convertible_v<U*, T*>>>
@@ -189,8 +192,8 @@ class Tx {
   ReadPtr<T> Read(const ReadPtr<C>& container, Field<T> C::*member) {
     C* c = const_cast<C*>(container.get());
     Field<T>& f = c->*member;
-    return ReadPtr<T>(
-        static_cast<T*>(ReadBarrier(f.Load(), c, reinterpret_cast<std::atomic<Object*>*>(f.slot()))));
+    return ReadPtr<T>(static_cast<T*>(
+        ReadBarrier(f.LoadReference(), c, reinterpret_cast<std::atomic<Object*>*>(f.slot()))));
   }
   // WriteBarrier: a writable local copy of the newest revision of `ref`. `ref` must be non-null and
   // of a versioned type. May allocate.
@@ -264,14 +267,13 @@ class Tx {
 // that its snapshot includes). It writes no shared memory. Owner thread only; valid during the body.
 class SnapshotTx {
  public:
-  explicit SnapshotTx(uint64_t time) : time_(time) {}  // made by ReadOnly / ReadOnlyAt
   template <class T>
   ReadPtr<T> Read(const Ref<T>& ref) {
     return ReadPtr<T>(static_cast<T*>(SnapshotRead(ref.p_)));
   }
   template <class C, class T>
   ReadPtr<T> Read(const ReadPtr<C>& container, Field<T> C::*member) {
-    return ReadPtr<T>(static_cast<T*>(SnapshotRead((container.get()->*member).Load())));
+    return ReadPtr<T>(static_cast<T*>(SnapshotRead((container.get()->*member).LoadReference())));
   }
   // The snapshot time: the state read is the state after the commit with this time.
   uint64_t snapshot_time() const { return time_; }
@@ -279,6 +281,9 @@ class SnapshotTx {
   void Poll();
 
  private:
+  // Made only by ReadOnly / ReadOnlyAt, which publish the snapshot time first (the horizon protocol).
+  friend absl::Status internal::RunSnapshot(uint64_t, const std::function<void(SnapshotTx&)>&);
+  explicit SnapshotTx(uint64_t time) : time_(time) {}
   Object* SnapshotRead(Object* p);
   uint64_t time_;
 };
@@ -290,9 +295,20 @@ class SnapshotTx {
 namespace internal {
 // Runs one read-write transaction to completion (see Atomically). `body` is called once per attempt.
 absl::Status RunAtomically(const std::function<void(Tx&)>& body);
-// Runs one snapshot transaction at `time` (0: the newest committed state). Fails with
-// FailedPrecondition if `time` is older than the retained horizon, OutOfRange if it is in the future.
-absl::Status RunSnapshot(uint64_t time, const std::function<void(SnapshotTx&)>& body);
+// A transaction's result must not be a heap reference: handles are valid only inside the body, and an
+// object pointer held outside a transaction names a revision nobody keeps (DESIGN 2.3).
+template <class R>
+struct IsHandle : std::false_type {};
+template <class T>
+struct IsHandle<Ref<T>> : std::true_type {};
+template <class T>
+struct IsHandle<ReadPtr<T>> : std::true_type {};
+template <class T>
+struct IsHandle<WritePtr<T>> : std::true_type {};
+template <class R, class D = std::remove_cvref_t<R>>
+inline constexpr bool kIsHeapReference =
+    IsHandle<D>::value ||
+    (std::is_pointer_v<D> && std::is_base_of_v<Object, std::remove_cvref_t<std::remove_pointer_t<D>>>);
 
 template <class R>
 struct ResultOf {
@@ -311,6 +327,8 @@ struct ResultOf<void> {
 template <class F>
 auto Atomically(F&& body) -> typename internal::ResultOf<std::invoke_result_t<F, Tx&>>::Type {
   using R = std::invoke_result_t<F, Tx&>;
+  static_assert(!internal::kIsHeapReference<R>,
+                "a heap reference cannot leave its transaction: return a value");
   if constexpr (std::is_void_v<R>) {
     return internal::RunAtomically([&](Tx& tx) { body(tx); });
   } else {
@@ -327,6 +345,8 @@ template <class F>
 auto ReadOnlyAt(uint64_t time, F&& body) ->
     typename internal::ResultOf<std::invoke_result_t<F, SnapshotTx&>>::Type {
   using R = std::invoke_result_t<F, SnapshotTx&>;
+  static_assert(!internal::kIsHeapReference<R>,
+                "a heap reference cannot leave its transaction: return a value");
   if constexpr (std::is_void_v<R>) {
     return internal::RunSnapshot(time, [&](SnapshotTx& tx) { body(tx); });
   } else {

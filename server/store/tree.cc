@@ -34,7 +34,7 @@ void Check(bool ok, const char* what) {
 
 template <class T>
 void Copy(Field<T>& to, const Field<T>& from) {
-  to.Store(from.Load());
+  to.Store(from.LoadReference());
 }
 
 // Inserts (separator, child) into the parent at path level `level`, after the child taken there.
