@@ -92,16 +92,19 @@ TEST_F(SafepointTest, LeavingASafeRegionDuringACollectionBlocksUntilItEnds) {
   EXPECT_GE(left_at.load(), world_resumed_no_earlier_than.load());
 }
 
+// Spinning threads stop at their next poll. As many spinners as leave a core for the collecting thread:
+// with more runnable threads than cores, a stop waits for the scheduler rather than for a poll.
 TEST_F(SafepointTest, RunningThreadsStopAtPollsQuickly) {
   std::atomic<bool> stop{false};
   std::vector<std::thread> threads;
-  for (int i = 0; i < 2; ++i) {
+  const int spinners = std::max(1, static_cast<int>(std::thread::hardware_concurrency()) - 1);
+  for (int i = 0; i < spinners; ++i) {
     threads.emplace_back([&] {
       ThreadRegistration r("spinner");
       while (!stop.load(std::memory_order_relaxed)) Poll();
     });
   }
-  while (RegisteredThreadCount() < 3) std::this_thread::yield();
+  while (RegisteredThreadCount() < spinners + 1) std::this_thread::yield();
   for (int i = 0; i < 20; ++i) CollectMajor();
   stop.store(true);
   JoinAll(threads);
