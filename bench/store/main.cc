@@ -1,10 +1,11 @@
 // revkv-bench-store: the store and the durable engine measured in-process, without gRPC.
 //
-//   revkv-bench-store ops        Store operations per second (get, put, 90/10 mix, small txn) at 1 and 2
-//   threads revkv-bench-store wal        Puts through the Engine per fsync mode (always, interval, none), 1
-//   and 8 writers revkv-bench-store memory     heap and RSS bytes per key after a major collection, and
-//   Redis's for the same keys revkv-bench-store recovery   Engine::Open time from the log alone and from a
-//   checkpoint revkv-bench-store all        the four, in that order (the default)
+// Subcommands:
+//  - ops: Store operations per second (get, put, 90/10 mix, small txn) at 1 and 2 threads.
+//  - wal: Puts through the Engine per fsync mode (always, interval, none), 1 and 8 writers.
+//  - memory: heap and RSS bytes per key after a major collection, and Redis's for the same keys.
+//  - recovery: Engine::Open time from the log alone and from a checkpoint.
+//  - all: the four, in that order (the default).
 //
 // Options: --keys N (ops/wal key space, default 100k; memory/recovery keys, default 1M), --duration S
 // (ops/wal seconds per case, default 2), --runs R (ops/wal/recovery, default 3, medians), --dir DIR (where
