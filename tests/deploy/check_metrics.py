@@ -16,13 +16,12 @@ The dashboard must also be valid JSON with a query in every panel.
 import json
 import os
 import re
-import shutil
 import subprocess
 import sys
 
 import yaml
 
-from deploytest import RunningServer, fail, main
+from deploytest import RunningServer, fail, main, need_tool
 
 TARGET_LABELS = {"job", "instance"}  # attached by Prometheus at scrape time
 SAMPLE = re.compile(r"^([a-zA-Z_:][a-zA-Z0-9_:]*)(\{(.*)\})?\s+\S+")
@@ -134,11 +133,12 @@ def check():
             exprs.append((f"rule {rule['alert']}", rule["expr"]))
 
     with RunningServer(server, [], healthcheck=healthcheck) as s:
-        if shutil.which("etcdctl"):
+        etcdctl = need_tool("etcdctl", "etcd-client")
+        if etcdctl:
             endpoint = f"127.0.0.1:{s.grpc_port}"
             env = {**os.environ, "ETCDCTL_API": "3"}
             for args in (["put", "k", "v"], ["get", "k"], ["del", "k"]):
-                subprocess.run(["etcdctl", "--endpoints", endpoint, *args], env=env, check=True, capture_output=True)
+                subprocess.run([etcdctl, "--endpoints", endpoint, *args], env=env, check=True, capture_output=True)
         series = scrape_series(s.get("/metrics"))
     print(f"/metrics: {len(series)} series names")
     used = set()

@@ -78,7 +78,7 @@ grep -qF "$root/etc/revkv/revkv.toml" "$SERVER_LOG" ||
 "$root/usr/bin/revkv-healthcheck" --endpoint "127.0.0.1:$GRPC_PORT" --timeout 5 ||
   fail "grpc.health.v1 does not answer SERVING"
 [[ $(ops_get /healthz) == ok ]] || fail "/healthz does not answer ok"
-if command -v etcdctl >/dev/null; then
+if need_tool etcdctl etcd-client; then
   ETCDCTL_API=3 etcdctl --endpoints "127.0.0.1:$GRPC_PORT" put deploy/key value >/dev/null || fail "etcdctl put"
   got=$(ETCDCTL_API=3 etcdctl --endpoints "127.0.0.1:$GRPC_PORT" get --print-value-only deploy/key)
   [[ $got == value ]] || fail "etcdctl get returned '$got'"

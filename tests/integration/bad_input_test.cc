@@ -1,7 +1,7 @@
 // Bad input against a real revkv-server: every etcd error case answers etcd's code and exact message
-// (each checked against a real etcd 3.4 too, skipped if absent); requests over the request limits are
-// refused; garbage bytes and broken HTTP/2 on the gRPC port disturb no other client and do not bring
-// the server down.
+// (each checked against a real etcd 3.4 too, skipped if absent unless REVKV_REQUIRE_TOOLS=1); requests
+// over the request limits are refused; garbage bytes and broken HTTP/2 on the gRPC port disturb no other
+// client and do not bring the server down.
 #include <arpa/inet.h>
 #include <grpcpp/grpcpp.h>
 #include <gtest/gtest.h>
@@ -21,6 +21,7 @@
 #include "grpc/health/v1/health.grpc.pb.h"
 #include "tests/integration/etcd_calls.h"
 #include "tests/integration/server_process.h"
+#include "tests/support/external_tools.h"
 
 namespace revkv::integration {
 namespace {
@@ -42,7 +43,7 @@ const std::string kFuture = "etcdserver: mvcc: required revision is a future rev
 class EtcdErrors : public ::testing::TestWithParam<Flavor> {
  protected:
   void SetUp() override {
-    if (!FlavorAvailable(GetParam())) GTEST_SKIP() << FlavorName(GetParam()) << " is not installed";
+    if (!FlavorAvailable(GetParam())) REVKV_MISSING_TOOL() << FlavorName(GetParam()) << " is not installed";
     ServerOptions options;
     options.flavor = GetParam();
     server_ = std::make_unique<ServerProcess>(options);

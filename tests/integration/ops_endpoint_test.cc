@@ -21,6 +21,7 @@
 #include "revkv/v1/admin.grpc.pb.h"
 #include "tests/integration/etcd_calls.h"
 #include "tests/integration/server_process.h"
+#include "tests/support/external_tools.h"
 
 namespace revkv::integration {
 namespace {
@@ -200,8 +201,7 @@ TEST_F(OpsEndpoint, PauseHistogramsAreCumulativeAndFollowCollections) {
 }
 
 TEST_F(OpsEndpoint, PromtoolAcceptsTheMetrics) {
-  if (access(kPromtool, X_OK) != 0)
-    GTEST_SKIP() << kPromtool << " is not installed (Debian package prometheus)";
+  REVKV_NEED_TOOL(kPromtool, "prometheus");
   ASSERT_TRUE(IsOk(Call(kv_.get(), &etcdserverpb::KV::Stub::Put, PutOf("k", "v")).status));
   const HttpResponse r = HttpGet(server_.metrics_port(), "/metrics");
   ASSERT_EQ(r.status, 200) << r.error;

@@ -44,7 +44,8 @@ enum class Flavor {
   kEtcd,   // /usr/bin/etcd, the reference the etcd-semantics tests also run against
 };
 const char* FlavorName(Flavor flavor);
-// True if the binary of `flavor` exists (etcd is optional: tests that need it skip without it).
+// True if the binary of `flavor` exists. etcd is optional: tests that need it go through
+// REVKV_MISSING_TOOL (tests/support/external_tools.h), a skip or, under REVKV_REQUIRE_TOOLS=1, a failure.
 bool FlavorAvailable(Flavor flavor);
 // For gtest's messages about parameterized tests.
 inline void PrintTo(Flavor flavor, std::ostream* out) { *out << FlavorName(flavor); }
