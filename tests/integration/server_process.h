@@ -3,9 +3,10 @@
 // run to completion with their output captured; plain HTTP/1.1 GETs.
 //
 // A server is started with fork/exec, its stdout and stderr appended to `<temp dir>/server.log`; it is
-// ready once its grpc.health.v1.Health service answers SERVING. The child dies with the test process
-// (PR_SET_PDEATHSIG) and is SIGKILLed by the destructor at the latest, so no test leaves a server
-// behind. When the current test has failed, the destructor prints the server's log.
+// ready once its grpc.health.v1.Health service answers SERVING and (revkv) its ops endpoint answers. The
+// child dies with the test process (PR_SET_PDEATHSIG) and is SIGKILLed by the destructor at the latest,
+// so no test leaves a server behind. When the current test has failed, the destructor prints the
+// server's log.
 #pragma once
 
 #include <grpcpp/grpcpp.h>
