@@ -317,13 +317,16 @@ bool ServerProcess::Running() {
 
 std::string ServerProcess::Log() const { return ReadWholeFile(log_path_); }
 
-std::shared_ptr<grpc::Channel> ServerProcess::NewChannel() const {
+std::shared_ptr<grpc::Channel> ServerProcess::NewChannel(
+    std::shared_ptr<grpc::ChannelCredentials> credentials) const {
+  if (credentials == nullptr) credentials = options_.channel_credentials;
+  if (credentials == nullptr) credentials = grpc::InsecureChannelCredentials();
   grpc::ChannelArguments args;
   args.SetInt(GRPC_ARG_INITIAL_RECONNECT_BACKOFF_MS, 100);
   args.SetInt(GRPC_ARG_MIN_RECONNECT_BACKOFF_MS, 100);
   args.SetInt(GRPC_ARG_MAX_RECONNECT_BACKOFF_MS, 200);
   args.SetMaxReceiveMessageSize(64 << 20);
-  return grpc::CreateCustomChannel(address(), grpc::InsecureChannelCredentials(), args);
+  return grpc::CreateCustomChannel(address(), credentials, args);
 }
 
 // ----- RunCommand -----

@@ -56,6 +56,9 @@ struct ServerOptions {
   std::vector<std::string> extra_flags;    // appended to the command line
   std::chrono::seconds start_timeout{30};  // until the health service answers SERVING
   std::chrono::seconds stop_timeout{20};   // from SIGTERM until the process has exited
+  // How NewChannel (and so the readiness check) connects: plaintext when null. A server started with
+  // TLS flags in extra_flags needs matching TLS credentials here.
+  std::shared_ptr<grpc::ChannelCredentials> channel_credentials;
 };
 
 // One server child process with its ports and data directory, which stay the same across restarts.
@@ -89,8 +92,10 @@ class ServerProcess {
   const std::string& log_path() const { return log_path_; }
   // The server's output so far, across restarts.
   std::string Log() const;
-  // A new channel to the gRPC port that reconnects quickly (100 ms backoff), for use across restarts.
-  std::shared_ptr<grpc::Channel> NewChannel() const;
+  // A new channel to the gRPC port that reconnects quickly (100 ms backoff), for use across restarts;
+  // with options.channel_credentials, or `credentials` when given.
+  std::shared_ptr<grpc::Channel> NewChannel(
+      std::shared_ptr<grpc::ChannelCredentials> credentials = nullptr) const;
 
  private:
   std::vector<std::string> CommandLine() const;
