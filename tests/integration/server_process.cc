@@ -122,9 +122,11 @@ std::string ReadFd(int fd) {
 
 // ----- TempDir, FreePort -----
 
-TempDir::TempDir() {
+TempDir::TempDir(const std::string& parent) {
   const char* base = std::getenv("TMPDIR");
-  std::string pattern = std::string(base != nullptr && *base != '\0' ? base : "/tmp") + "/revkv-itest-XXXXXX";
+  std::string pattern =
+      (!parent.empty() ? parent : std::string(base != nullptr && *base != '\0' ? base : "/tmp")) +
+      "/revkv-itest-XXXXXX";
   if (mkdtemp(pattern.data()) == nullptr) {
     std::perror("mkdtemp");
     std::abort();

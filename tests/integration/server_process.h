@@ -22,11 +22,11 @@
 
 namespace revkv::integration {
 
-// A fresh directory under $TMPDIR (or /tmp), removed with its contents on destruction.
-// Thread-safety: const-safe only.
+// A fresh directory under $TMPDIR (or /tmp), or under `parent` when given, removed with its contents on
+// destruction. Thread-safety: const-safe only.
 class TempDir {
  public:
-  TempDir();
+  explicit TempDir(const std::string& parent = "");
   ~TempDir();
   TempDir(const TempDir&) = delete;
   TempDir& operator=(const TempDir&) = delete;
