@@ -228,6 +228,24 @@ TEST(BenchAgainstNullServer, CompareRunsBothEndpointsInRoundsAndReportsRatios) {
   EXPECT_NE(result.err.find("B/A"), std::string::npos);
 }
 
+TEST(BenchAgainstNullServer, CompareAlternatesWhichEndpointGoesFirst) {
+  std::unique_ptr<NullServer> a = StartNullServer();
+  std::unique_ptr<NullServer> b = StartNullServer();
+  ASSERT_NE(a, nullptr);
+  ASSERT_NE(b, nullptr);
+  ProcessResult result;
+  const nlohmann::json r = RunBench({"get", "--compare", Endpoint(*a), Endpoint(*b), "--rounds", "4",
+                                     "--total", "50", "--warmup", "0", "--connections", "1"},
+                                    &result);
+  ASSERT_EQ(result.exit_code, 0) << result.err;
+  // ABBA: A B, B A, A B, B A, so neither side always runs first (or always last) as the machine drifts.
+  std::vector<int> a_order, b_order;
+  for (const auto& round : r["compare"]["a"]["rounds"]) a_order.push_back(round.value("run_order", 0));
+  for (const auto& round : r["compare"]["b"]["rounds"]) b_order.push_back(round.value("run_order", 0));
+  EXPECT_EQ(a_order, (std::vector<int>{1, 4, 5, 8}));
+  EXPECT_EQ(b_order, (std::vector<int>{2, 3, 6, 7}));
+}
+
 TEST(BenchAgainstUnreachableEndpoint, CountsErrorsByCodeAndExitsNonZero) {
   const std::string endpoint = "127.0.0.1:" + std::to_string(testing::FreePort());  // nobody listens
   ProcessResult result;
