@@ -153,6 +153,15 @@ NullResponses::NullResponses() {
   txn.set_succeeded(true);
   compact.mutable_header()->set_revision(kNullRevision);
   status.mutable_header()->set_revision(kNullRevision);
+  status.set_leader(kNullMemberId);
+  status.mutable_header()->set_member_id(kNullMemberId);
+  status.mutable_header()->set_cluster_id(kNullMemberId);
+  member_list.mutable_header()->set_revision(kNullRevision);
+  member_list.mutable_header()->set_member_id(kNullMemberId);
+  member_list.mutable_header()->set_cluster_id(kNullMemberId);
+  etcdserverpb::Member* member = member_list.add_members();
+  member->set_id(kNullMemberId);
+  member->set_name("revkv-null-server");
 }
 
 std::unique_ptr<Handler> MakeSnapshotHandler(WorkerContext* worker,

@@ -45,6 +45,9 @@ class PeerLog {
   std::set<std::string> peers_ ABSL_GUARDED_BY(mu_);
 };
 
+// The member id (and cluster id) in the null server's MemberList and Status answers.
+inline constexpr uint64_t kNullMemberId = 0x6e756c6c;  // "null"
+
 // What a worker shares with the handlers on its queue. Owner thread only.
 struct WorkerContext {
   grpc::ServerCompletionQueue* cq = nullptr;
@@ -54,9 +57,10 @@ struct WorkerContext {
   bool accepting = true;
 };
 
-// The fixed responses of one worker: each carries only a header at revision 1. The Txn responses also
-// say `succeeded: true`, so a client's transfer transactions commit at the first attempt instead of
-// retrying forever against a store that never changes.
+// The fixed responses of one worker: each carries only a header at revision 1 (MemberList also lists
+// one member, kNullMemberId, so that etcd clients that list members first can connect). The Txn
+// responses also say `succeeded: true`, so a client's transfer transactions commit at the first attempt
+// instead of retrying forever against a store that never changes.
 struct NullResponses {
   NullResponses();
 
@@ -66,6 +70,7 @@ struct NullResponses {
   etcdserverpb::TxnResponse txn;
   etcdserverpb::CompactionResponse compact;
   etcdserverpb::StatusResponse status;
+  etcdserverpb::MemberListResponse member_list;  // one member: this server
 };
 
 // A handler that can post a request for its next call.

@@ -19,6 +19,8 @@ std::string_view NullMethodName(NullMethod method) {
       return "Status";
     case NullMethod::kPipeline:
       return "Pipeline";
+    case NullMethod::kMemberList:
+      return "MemberList";
     case NullMethod::kUnimplemented:
       return "Unimplemented";
     case NullMethod::kCount:

@@ -16,7 +16,7 @@
 namespace revkv::bench {
 
 // The methods the null server counts. kPipeline counts messages on revkv.v1.KV/Pipeline streams, not
-// streams; kUnimplemented counts calls to the Maintenance methods it does not serve.
+// streams; kUnimplemented counts calls to the Maintenance and Cluster methods it does not serve.
 enum class NullMethod : int {
   kRange,
   kPut,
@@ -25,6 +25,7 @@ enum class NullMethod : int {
   kCompact,
   kStatus,
   kPipeline,
+  kMemberList,
   kUnimplemented,
   kCount,
 };

@@ -3,6 +3,7 @@
 
 #include <grpcpp/alarm.h>
 #include <grpcpp/grpcpp.h>
+#include <grpcpp/health_check_service_interface.h>
 
 #include <algorithm>
 #include <chrono>
@@ -24,6 +25,7 @@ struct NullServer::Services {
   PeerLog status_peers;
   etcdserverpb::KV::AsyncService kv;
   etcdserverpb::Maintenance::AsyncService maintenance;
+  etcdserverpb::Cluster::AsyncService cluster;
   revkv::v1::KV::AsyncService pipeline;
 };
 
@@ -60,12 +62,16 @@ absl::StatusOr<std::unique_ptr<NullServer>> NullServer::Start(const NullServerOp
 
   std::unique_ptr<NullServer> server(new NullServer());
   Services& services = *server->services_;
+  // grpc.health.v1.Health, as revkv-server has it (gRPC's own service, answered on gRPC's threads):
+  // probes and clients that check health before their load work against the null server too.
+  grpc::EnableDefaultHealthCheckService(true);
   grpc::ServerBuilder builder;
   // gRPC sets SO_REUSEPORT by default, which would let two servers share a port silently.
   builder.AddChannelArgument(GRPC_ARG_ALLOW_REUSEPORT, 0);
   builder.AddListeningPort(options.listen, grpc::InsecureServerCredentials(), &server->port_);
   builder.RegisterService(&services.kv);
   builder.RegisterService(&services.maintenance);
+  builder.RegisterService(&services.cluster);
   builder.RegisterService(&services.pipeline);
   for (int i = 0; i < worker_count; ++i) {
     auto worker = std::make_unique<Worker>();
@@ -92,6 +98,7 @@ absl::StatusOr<std::unique_ptr<NullServer>> NullServer::Start(const NullServerOp
     NullResponses& r = w.responses;
     auto& kv = services.kv;
     auto& mt = services.maintenance;
+    auto& cl = services.cluster;
     for (int i = 0; i < kHandlersPerServedMethod; ++i) {
       w.handlers.push_back(MakeUnaryHandler<etcdserverpb::RangeRequest>(
           ctx, NullMethod::kRange, &r.range, grpc::Status::OK,
@@ -147,6 +154,32 @@ absl::StatusOr<std::unique_ptr<NullServer>> NullServer::Start(const NullServerOp
             mt.RequestMoveLeader(c, q, wr, cq, cq, tag);
           }));
       w.handlers.push_back(MakeSnapshotHandler(ctx, &mt));
+      w.handlers.push_back(MakeUnaryHandler<etcdserverpb::MemberListRequest>(
+          ctx, NullMethod::kMemberList, &r.member_list, grpc::Status::OK,
+          [&cl](auto* c, auto* q, auto* wr, auto* cq, void* tag) {
+            cl.RequestMemberList(c, q, wr, cq, cq, tag);
+          }));
+      // The Cluster methods that change membership: UNIMPLEMENTED, as on revkv-server.
+      w.handlers.push_back(MakeUnaryHandler<etcdserverpb::MemberAddRequest>(
+          ctx, NullMethod::kUnimplemented, &etcdserverpb::MemberAddResponse::default_instance(),
+          unimplemented, [&cl](auto* c, auto* q, auto* wr, auto* cq, void* tag) {
+            cl.RequestMemberAdd(c, q, wr, cq, cq, tag);
+          }));
+      w.handlers.push_back(MakeUnaryHandler<etcdserverpb::MemberRemoveRequest>(
+          ctx, NullMethod::kUnimplemented, &etcdserverpb::MemberRemoveResponse::default_instance(),
+          unimplemented, [&cl](auto* c, auto* q, auto* wr, auto* cq, void* tag) {
+            cl.RequestMemberRemove(c, q, wr, cq, cq, tag);
+          }));
+      w.handlers.push_back(MakeUnaryHandler<etcdserverpb::MemberUpdateRequest>(
+          ctx, NullMethod::kUnimplemented, &etcdserverpb::MemberUpdateResponse::default_instance(),
+          unimplemented, [&cl](auto* c, auto* q, auto* wr, auto* cq, void* tag) {
+            cl.RequestMemberUpdate(c, q, wr, cq, cq, tag);
+          }));
+      w.handlers.push_back(MakeUnaryHandler<etcdserverpb::MemberPromoteRequest>(
+          ctx, NullMethod::kUnimplemented, &etcdserverpb::MemberPromoteResponse::default_instance(),
+          unimplemented, [&cl](auto* c, auto* q, auto* wr, auto* cq, void* tag) {
+            cl.RequestMemberPromote(c, q, wr, cq, cq, tag);
+          }));
     }
     for (auto& handler : w.handlers) handler->Arm();
     AcceptPipelineStream(ctx, &services.pipeline, &r.txn);

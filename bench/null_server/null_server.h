@@ -1,10 +1,11 @@
 // revkv-null-server: the gRPC ceiling that revkv's throughput is compared to.
 //
 // The null server serves the same services as revkv's data path — etcdserverpb.KV (Range, Put,
-// DeleteRange, Txn, Compact), etcdserverpb.Maintenance/Status and revkv.v1.KV/Pipeline — with handlers
-// that do nothing: every call is answered at once with a response holding only a header at revision 1.
-// What a client measures against it is the cost of gRPC itself (HTTP/2, protobuf, the completion queues)
-// on this machine. The other Maintenance methods answer UNIMPLEMENTED; Cluster is not served.
+// DeleteRange, Txn, Compact), etcdserverpb.Maintenance/Status, etcdserverpb.Cluster/MemberList,
+// revkv.v1.KV/Pipeline and grpc.health.v1.Health — with handlers that do nothing: every call is answered
+// at once with a fixed response holding little more than a header at revision 1. What a client measures
+// against it is the cost of gRPC itself (HTTP/2, protobuf, the completion queues) on this machine. The
+// other Maintenance and Cluster methods answer UNIMPLEMENTED.
 //
 // It runs gRPC's async API with one server completion queue per worker thread; each worker drains its own
 // queue, so a call's handler only ever runs on one thread.

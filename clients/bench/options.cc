@@ -47,7 +47,8 @@ void AddBenchFlags(CLI::App& app, BenchOptions* o) {
   app.add_option("--endpoints", o->endpoints, "comma-separated host:port list; connections go round-robin")
       ->capture_default_str();
   app.add_option("--compare", o->compare,
-                 "run against endpoint A and endpoint B in alternating rounds and compare them")
+                 "run against endpoint A and endpoint B in alternating rounds (A B, B A, A B, ...) and "
+                 "compare them")
       ->expected(2)
       ->type_name("A B");
   app.add_option("--rounds", o->rounds, "rounds of a --compare run")

@@ -225,6 +225,7 @@ nlohmann::json ToJson(const RunReport& r, const BenchOptions& o) {
   };
   if (!r.failure.empty()) json["failure"] = r.failure;
   if (r.interrupted) json["interrupted"] = true;
+  if (r.run_order > 0) json["run_order"] = r.run_order;
   json["host_load_average"] = {{"start", r.load_average_start}, {"end", r.load_average_end}};
   return json;
 }

@@ -31,6 +31,7 @@ struct RunReport {
   std::string server_version;  // from Maintenance/Status, when the server says
   std::string failure;         // non-empty: the run could not be made (e.g. endpoint unreachable)
   bool interrupted = false;    // SIGINT ended the measurement early
+  int run_order = 0;           // in a --compare run, this run's place among all runs (1 = first); else 0
   // The host's 1-minute load average when the measured phase began and ended (-1: unknown). On a shared
   // machine a high value says the figures were taken under competition.
   double load_average_start = -1;
@@ -55,7 +56,8 @@ double HostLoadAverage();
 RunReport MakeRunReport(std::string endpoints, const WorkerStats& stats, Clock::time_point measure_start,
                         double planned_seconds);
 
-// A comparison: rounds of A then B.
+// A comparison: rounds of A then B, then B then A, and so on (ABBA): a slow drift of the machine over
+// the runs (heat, other load, caches) then weighs on both sides alike instead of always favouring A.
 struct CompareReport {
   std::string a;
   std::string b;

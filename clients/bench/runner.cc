@@ -235,11 +235,15 @@ CompareReport RunComparison(const RunContext& context, const std::vector<Endpoin
   CompareReport report;
   report.a = JoinEndpoints(a);
   report.b = JoinEndpoints(b);
+  int run_order = 0;
   for (int round = 0; round < context.options->rounds; ++round) {
-    for (const bool is_a : {true, false}) {
+    // ABBA: even rounds run A first, odd rounds B first, so that drift over time biases neither side.
+    const bool a_first = round % 2 == 0;
+    for (const bool is_a : {a_first, !a_first}) {
       RunContext run = context;
       run.label = absl::StrCat(is_a ? "A" : "B", " round ", round + 1, " ");
       RunReport result = RunBenchmark(run, is_a ? a : b, context.options->preload && round == 0);
+      result.run_order = ++run_order;
       const bool failed = !result.failure.empty();
       (is_a ? report.a_rounds : report.b_rounds).push_back(std::move(result));
       if (failed || (context.stop != nullptr && context.stop->load(std::memory_order_acquire))) return report;

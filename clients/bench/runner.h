@@ -33,8 +33,9 @@ struct RunContext {
 // report says so in `failure` and counts the probe errors by code.
 RunReport RunBenchmark(const RunContext& context, const std::vector<Endpoint>& endpoints, bool preload);
 
-// Runs `rounds` rounds of A then B (preloading each before its first round when the options ask) and
-// collects their reports. Stops early when one run fails outright or a stop is requested.
+// Runs `rounds` rounds, A then B in even rounds and B then A in odd ones (preloading each endpoint before
+// its first round when the options ask), and collects their reports, each with its run_order. Stops early
+// when one run fails outright or a stop is requested.
 CompareReport RunComparison(const RunContext& context, const std::vector<Endpoint>& a,
                             const std::vector<Endpoint>& b);
 

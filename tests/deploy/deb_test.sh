@@ -2,7 +2,8 @@
 # deploy_deb: builds the .deb with CPack from the build tree, unpacks it into a scratch root with
 # dpkg -x, checks its metadata and layout, then starts the installed revkv-server with the installed
 # default config (data directory and ports overridden by flags) and asks it for its health over gRPC
-# (the installed revkv-healthcheck), over HTTP (/healthz) and with etcdctl.
+# (the installed revkv-healthcheck), over HTTP (/healthz), with the installed clients (revkv,
+# revkv-bench) and with etcdctl.
 #
 #   deb_test.sh <source dir> <build dir>
 source "$(dirname "$0")/lib.sh"
@@ -43,7 +44,7 @@ grep -q "/var/lib/revkv" "$control/postinst" || fail "postinst does not create /
 note "dpkg -x into a scratch root"
 root="$SCRATCH/root"
 dpkg -x "$deb" "$root"
-for f in usr/bin/revkv-server usr/bin/revkv-healthcheck; do
+for f in usr/bin/revkv-server usr/bin/revkv-healthcheck usr/bin/revkv usr/bin/revkv-bench; do
   [[ -x $root/$f ]] || fail "/$f is missing from the package"
 done
 for f in usr/lib/systemd/system/revkv.service usr/lib/sysusers.d/revkv.conf etc/revkv/revkv.toml \
@@ -57,10 +58,12 @@ cmp -s "$root/usr/lib/systemd/system/revkv.service" "$src/deploy/systemd/revkv.s
 if readelf -d "$root/usr/bin/revkv-server" | grep -qE 'RPATH|RUNPATH'; then
   fail "the installed revkv-server carries an RPATH into the build tree"
 fi
-if ldd "$root/usr/bin/revkv-server" | grep -q "not found"; then
-  ldd "$root/usr/bin/revkv-server" >&2
-  fail "the installed revkv-server needs a library that is not installed"
-fi
+for b in revkv-server revkv-healthcheck revkv revkv-bench; do
+  if ldd "$root/usr/bin/$b" | grep -q "not found"; then
+    ldd "$root/usr/bin/$b" >&2
+    fail "the installed $b needs a library that is not installed"
+  fi
+done
 
 note "the installed unit verifies against the installed binary"
 sed "s#^ExecStart=/usr/bin/revkv-server#ExecStart=$root/usr/bin/revkv-server#" \
@@ -78,7 +81,12 @@ grep -qF "$root/etc/revkv/revkv.toml" "$SERVER_LOG" ||
 "$root/usr/bin/revkv-healthcheck" --endpoint "127.0.0.1:$GRPC_PORT" --timeout 5 ||
   fail "grpc.health.v1 does not answer SERVING"
 [[ $(ops_get /healthz) == ok ]] || fail "/healthz does not answer ok"
-if command -v etcdctl >/dev/null; then
+"$root/usr/bin/revkv" --endpoints "127.0.0.1:$GRPC_PORT" put deploy/cli from-revkv >/dev/null || fail "revkv put"
+got=$("$root/usr/bin/revkv" --endpoints "127.0.0.1:$GRPC_PORT" get deploy/cli)
+[[ $got == from-revkv ]] || fail "revkv get returned '$got'"
+"$root/usr/bin/revkv-bench" get --endpoints "127.0.0.1:$GRPC_PORT" --total 100 --warmup 0 --connections 1 \
+  --quiet >"$SCRATCH/bench.txt" 2>&1 || { cat "$SCRATCH/bench.txt" >&2; fail "revkv-bench get"; }
+if need_tool etcdctl etcd-client; then
   ETCDCTL_API=3 etcdctl --endpoints "127.0.0.1:$GRPC_PORT" put deploy/key value >/dev/null || fail "etcdctl put"
   got=$(ETCDCTL_API=3 etcdctl --endpoints "127.0.0.1:$GRPC_PORT" get --print-value-only deploy/key)
   [[ $got == value ]] || fail "etcdctl get returned '$got'"

@@ -34,6 +34,20 @@ def main(check):
     print("PASS")
 
 
+def need_tool(name, package):
+    """The path of the command `name`, or None when it is not installed (the caller then leaves out what
+    needs it). With REVKV_REQUIRE_TOOLS=1 in the environment (.ci/run sets it) a missing tool fails the
+    test instead: the C++ tests' REVKV_NEED_TOOL (tests/support/external_tools.h) and lib.sh's
+    need_tool follow the same rule."""
+    path = shutil.which(name)
+    if path is None:
+        if os.environ.get("REVKV_REQUIRE_TOOLS") == "1":
+            fail(f"{name} is not installed (Debian package {package}; scripts/setup installs it) and "
+                 "REVKV_REQUIRE_TOOLS=1 makes a missing tool a failure")
+        print(f"{name} is not installed (Debian package {package}): skipping what needs it")
+    return path
+
+
 def parse_flags(args):
     """--name=value and --name value pairs as a dict (the last one wins, as in revkv-server)."""
     flags = {}

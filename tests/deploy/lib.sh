@@ -7,6 +7,9 @@
 #                                     GRPC_PORT, OPS_PORT, SERVER_LOG and waits until /healthz answers
 #   stop_server                       SIGTERM, then checks the server exited 0 within 15 s
 #   fail <message>                    prints the message (and the server log tail) and exits 1
+#   need_tool <command> <package>     status 0 if the command is installed; else 1 with a note (the
+#                                     caller leaves out what needs it), or, with REVKV_REQUIRE_TOOLS=1
+#                                     (.ci/run sets it), a failure
 
 set -euo pipefail
 
@@ -37,6 +40,16 @@ fail() {
 }
 
 note() { echo "== $*"; }
+
+# The C++ tests' REVKV_NEED_TOOL (tests/support/external_tools.h) and deploytest.need_tool do the same.
+need_tool() {
+  command -v "$1" >/dev/null && return 0
+  if [[ ${REVKV_REQUIRE_TOOLS:-0} == 1 ]]; then
+    fail "$1 is not installed (Debian package $2; scripts/setup installs it) and REVKV_REQUIRE_TOOLS=1 makes a missing tool a failure"
+  fi
+  note "$1 is not installed (Debian package $2): skipping what needs it"
+  return 1
+}
 
 # Two distinct free loopback ports, printed as "grpc ops". A port may be taken between this check and
 # the server's bind; start_server retries with new ports when that happens.

@@ -1,7 +1,7 @@
 // Bad input against a real revkv-server: every etcd error case answers etcd's code and exact message
-// (each checked against a real etcd 3.4 too, skipped if absent); requests over the request limits are
-// refused; garbage bytes and broken HTTP/2 on the gRPC port disturb no other client and do not bring
-// the server down.
+// (each checked against a real etcd 3.4 too, skipped if absent unless REVKV_REQUIRE_TOOLS=1); requests
+// over the request limits are refused; garbage bytes and broken HTTP/2 on the gRPC port disturb no other
+// client and do not bring the server down.
 #include <arpa/inet.h>
 #include <grpcpp/grpcpp.h>
 #include <gtest/gtest.h>
@@ -21,6 +21,7 @@
 #include "grpc/health/v1/health.grpc.pb.h"
 #include "tests/integration/etcd_calls.h"
 #include "tests/integration/server_process.h"
+#include "tests/support/external_tools.h"
 
 namespace revkv::integration {
 namespace {
@@ -42,7 +43,7 @@ const std::string kFuture = "etcdserver: mvcc: required revision is a future rev
 class EtcdErrors : public ::testing::TestWithParam<Flavor> {
  protected:
   void SetUp() override {
-    if (!FlavorAvailable(GetParam())) GTEST_SKIP() << FlavorName(GetParam()) << " is not installed";
+    if (!FlavorAvailable(GetParam())) REVKV_MISSING_TOOL() << FlavorName(GetParam()) << " is not installed";
     ServerOptions options;
     options.flavor = GetParam();
     server_ = std::make_unique<ServerProcess>(options);
@@ -346,6 +347,96 @@ TEST(HostileClients, GarbageOnTheGrpcPortDoesNotDisturbOtherClients) {
   ASSERT_TRUE(IsOk(count.status));
   EXPECT_EQ(count.response.count(), std::min(operations.load(), 100));
   // And still shuts down cleanly.
+  EXPECT_TRUE(server.Stop());
+}
+
+// Requests over the limits, sent over and over from two connections, while a well-behaved client on its
+// own connection writes and reads back its keys: every oversized request is refused (etcd's "request is
+// too large" between --max-request-bytes and gRPC's limit, RESOURCE_EXHAUSTED above it), none changes
+// the store, and the other client neither fails nor stalls.
+TEST(HostileClients, OversizedRequestsDoNotDisturbAConcurrentClient) {
+  ServerProcess server;
+  ASSERT_TRUE(server.Start());
+  auto good_kv = KV::NewStub(server.NewChannel());
+
+  std::atomic<bool> stop{false};
+  std::atomic<int> operations{0};
+  std::atomic<int> failures{0};
+  std::string first_failure;
+  std::thread client([&] {
+    for (int i = 0; !stop.load(); ++i) {
+      const std::string key = "good/" + std::to_string(i % 50);
+      const std::string value = "value-" + std::to_string(i);
+      auto put = Call(good_kv.get(), &KV::Stub::Put, PutOf(key, value));
+      auto get = Call(good_kv.get(), &KV::Stub::Range, RangeOf(key));
+      const bool ok = put.status.ok() && get.status.ok() && get.response.kvs_size() == 1 &&
+                      get.response.kvs(0).value() == value &&
+                      get.response.kvs(0).mod_revision() == put.response.header().revision();
+      if (!ok && failures.fetch_add(1) == 0) {
+        first_failure = "put " + StatusText(put.status) + ", get " + StatusText(get.status);
+      }
+      operations.fetch_add(1);
+    }
+  });
+  auto wait_for_progress = [&](int more) {
+    const int target = operations.load() + more;
+    const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(20);
+    while (operations.load() < target && std::chrono::steady_clock::now() < deadline) {
+      std::this_thread::sleep_for(std::chrono::milliseconds(5));
+    }
+    return operations.load() >= target;
+  };
+  ASSERT_TRUE(wait_for_progress(5));
+
+  const std::string too_large(1600 * 1000, 'x');      // over --max-request-bytes (1.5 MiB), under gRPC's cap
+  const std::string over_grpc(3 * 1000 * 1000, 'y');  // over --max-request-bytes + 512 KiB
+  std::atomic<int> wrong_answers{0};
+  std::string first_wrong_answer;
+  const int before = operations.load();
+  // At least 10 rounds each, and on until the good client has done 10 operations meanwhile (20 s at most).
+  constexpr int kProgressDuring = 10;
+  const auto give_up = std::chrono::steady_clock::now() + std::chrono::seconds(20);
+  auto hostile = [&](int which) {
+    auto kv = KV::NewStub(server.NewChannel());  // a connection of its own
+    for (int round = 0; round < 10 || (operations.load() - before < kProgressDuring &&
+                                       std::chrono::steady_clock::now() < give_up);
+         ++round) {
+      const std::string key = "big/" + std::to_string(which) + "/" + std::to_string(round);
+      TxnRequest txn;
+      *txn.add_success() = OpOf(PutOf(key, too_large));
+      const grpc::Status statuses[] = {
+          Call(kv.get(), &KV::Stub::Put, PutOf(key, too_large)).status,
+          Call(kv.get(), &KV::Stub::Txn, txn).status,
+          Call(kv.get(), &KV::Stub::Put, PutOf(key, over_grpc)).status,
+      };
+      const bool right = HasStatus(statuses[0], grpc::StatusCode::INVALID_ARGUMENT, kTooLarge) &&
+                         HasStatus(statuses[1], grpc::StatusCode::INVALID_ARGUMENT, kTooLarge) &&
+                         statuses[2].error_code() == grpc::StatusCode::RESOURCE_EXHAUSTED;
+      if (!right && wrong_answers.fetch_add(1) == 0) {
+        first_wrong_answer =
+            StatusText(statuses[0]) + ", " + StatusText(statuses[1]) + ", " + StatusText(statuses[2]);
+      }
+    }
+  };
+  std::thread hostile_a(hostile, 0);
+  std::thread hostile_b(hostile, 1);
+  hostile_a.join();
+  hostile_b.join();
+  const int during = operations.load() - before;
+  EXPECT_TRUE(wait_for_progress(20)) << "the good client stalled";
+  stop.store(true);
+  client.join();
+
+  EXPECT_EQ(wrong_answers.load(), 0) << "the first: " << first_wrong_answer;
+  EXPECT_EQ(failures.load(), 0) << "of " << operations.load() << " operations; the first: " << first_failure;
+  EXPECT_GE(during, kProgressDuring) << "the good client stalled while the oversized requests were sent";
+  // Nothing oversized was stored; the good client's keys are all there.
+  auto big = Call(good_kv.get(), &KV::Stub::Range, RangeOf("big/", PrefixEnd("big/")));
+  ASSERT_TRUE(IsOk(big.status));
+  EXPECT_EQ(big.response.count(), 0);
+  auto good = Call(good_kv.get(), &KV::Stub::Range, RangeOf("good/", PrefixEnd("good/")));
+  ASSERT_TRUE(IsOk(good.status));
+  EXPECT_EQ(good.response.count(), std::min(operations.load(), 50));
   EXPECT_TRUE(server.Stop());
 }
 

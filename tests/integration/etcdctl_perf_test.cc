@@ -8,13 +8,13 @@
 
 #include "tests/integration/etcdctl_support.h"
 #include "tests/integration/server_process.h"
+#include "tests/support/external_tools.h"
 
 namespace revkv::integration {
 namespace {
 
 TEST(EtcdctlCheckPerf, TheSmallLoadPasses) {
-  if (access(kEtcdctl, X_OK) != 0)
-    GTEST_SKIP() << kEtcdctl << " is not installed (Debian package etcd-client)";
+  REVKV_NEED_TOOL(kEtcdctl, "etcd-client");
   ServerProcess server;
   ASSERT_TRUE(server.Start());
   const CommandResult r = Etcdctl(server, {"check", "perf", "--load=s"}, "", std::chrono::seconds(200));

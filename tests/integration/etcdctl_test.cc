@@ -9,6 +9,7 @@
 
 #include "tests/integration/etcdctl_support.h"
 #include "tests/integration/server_process.h"
+#include "tests/support/external_tools.h"
 
 namespace revkv::integration {
 namespace {
@@ -16,8 +17,7 @@ namespace {
 class EtcdctlAgainstRevkv : public ::testing::Test {
  protected:
   void SetUp() override {
-    if (access(kEtcdctl, X_OK) != 0)
-      GTEST_SKIP() << kEtcdctl << " is not installed (Debian package etcd-client)";
+    REVKV_NEED_TOOL(kEtcdctl, "etcd-client");
     ASSERT_TRUE(server_.Start());
   }
 

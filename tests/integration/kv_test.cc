@@ -1,7 +1,8 @@
 // etcdserverpb.KV end to end against a real revkv-server: every method with etcd 3.4's semantics
 // (Range's forms and options, revision reads, Put and DeleteRange options, Txn branches and compares,
 // Compact), and the response headers. Every test also runs against a real etcd 3.4 (Debian's
-// etcd-server, skipped if absent), so an expectation here is etcd's behaviour, not a guess at it.
+// etcd-server; skipped if absent, a failure under REVKV_REQUIRE_TOOLS=1), so an expectation here is
+// etcd's behaviour, not a guess at it.
 #include <grpcpp/grpcpp.h>
 #include <gtest/gtest.h>
 
@@ -12,6 +13,7 @@
 #include "etcdserverpb/rpc.grpc.pb.h"
 #include "tests/integration/etcd_calls.h"
 #include "tests/integration/server_process.h"
+#include "tests/support/external_tools.h"
 
 namespace revkv::integration {
 namespace {
@@ -42,7 +44,7 @@ std::vector<std::string> Keys(const RangeResponse& r) {
 class KvSemantics : public ::testing::TestWithParam<Flavor> {
  protected:
   void SetUp() override {
-    if (!FlavorAvailable(GetParam())) GTEST_SKIP() << FlavorName(GetParam()) << " is not installed";
+    if (!FlavorAvailable(GetParam())) REVKV_MISSING_TOOL() << FlavorName(GetParam()) << " is not installed";
     ServerOptions options;
     options.flavor = GetParam();
     server_ = std::make_unique<ServerProcess>(options);

@@ -20,51 +20,16 @@
 #include "nlohmann/json.hpp"
 #include "revkv/v1/admin.grpc.pb.h"
 #include "tests/integration/etcd_calls.h"
+#include "tests/integration/prometheus_scrape.h"
 #include "tests/integration/server_process.h"
+#include "tests/support/external_tools.h"
 
 namespace revkv::integration {
 namespace {
 
 constexpr char kPromtool[] = "/usr/bin/promtool";
 
-// One scrape: every sample, keyed by its name with labels exactly as written ("a_total{k=\"v\"}"),
-// and the # TYPE of every family.
-struct Scrape {
-  std::map<std::string, double> samples;
-  std::map<std::string, std::string> types;
-  std::string text;
-
-  bool Has(const std::string& series) const { return samples.count(series) != 0; }
-  double Value(const std::string& series) const {
-    auto it = samples.find(series);
-    if (it == samples.end()) {
-      ADD_FAILURE() << "no sample " << series;
-      return -1;
-    }
-    return it->second;
-  }
-};
-
-Scrape Parse(const std::string& text) {
-  Scrape s;
-  s.text = text;
-  std::istringstream lines(text);
-  std::string line;
-  while (std::getline(lines, line)) {
-    if (line.rfind("# TYPE ", 0) == 0) {
-      std::istringstream words(line.substr(7));
-      std::string name, type;
-      words >> name >> type;
-      s.types[name] = type;
-      continue;
-    }
-    if (line.empty() || line[0] == '#') continue;
-    const size_t space = line.rfind(' ');
-    if (space == std::string::npos) continue;
-    s.samples[line.substr(0, space)] = std::strtod(line.c_str() + space + 1, nullptr);
-  }
-  return s;
-}
+using Scrape = PrometheusScrape;
 
 class OpsEndpoint : public ::testing::Test {
  protected:
@@ -74,10 +39,13 @@ class OpsEndpoint : public ::testing::Test {
     kv_ = etcdserverpb::KV::NewStub(channel_);
   }
 
+  // One scrape, which must follow the text format strictly (prometheus_scrape.h).
   Scrape ScrapeMetrics() {
     const HttpResponse r = HttpGet(server_.metrics_port(), "/metrics");
     EXPECT_EQ(r.status, 200) << r.error;
-    return Parse(r.body);
+    Scrape scrape = ParsePrometheusText(r.body);
+    EXPECT_TRUE(scrape.Valid()) << r.body;
+    return scrape;
   }
 
   // Scrapes until `series` reaches `value` (a request is counted when its call completes on the server,
@@ -137,6 +105,9 @@ TEST_F(OpsEndpoint, MetricsCountTheRequestsMadeAndReportTheStore) {
       {"revkv_heap_bytes", "gauge"},
       {"revkv_store_revision", "gauge"},
       {"revkv_wal_fsync_duration_seconds", "histogram"},
+      {"revkv_gc_time_to_safepoint_seconds", "histogram"},
+      {"revkv_heap_pinned_bytes", "gauge"},
+      {"revkv_stm_live_snapshots", "gauge"},
   };
   for (const auto& [family, type] : types) {
     auto it = s.types.find(family);
@@ -199,9 +170,58 @@ TEST_F(OpsEndpoint, PauseHistogramsAreCumulativeAndFollowCollections) {
   }
 }
 
+TEST_F(OpsEndpoint, MetricsFollowTheTextFormatStrictly) {
+  // Something in every kind of family: requests and an error, a write (WAL), collections of each kind
+  // the client can cause.
+  for (int i = 0; i < 20; ++i) {
+    ASSERT_TRUE(
+        IsOk(Call(kv_.get(), &etcdserverpb::KV::Stub::Put, PutOf("k" + std::to_string(i), "v")).status));
+  }
+  ASSERT_TRUE(IsOk(Call(kv_.get(), &etcdserverpb::KV::Stub::Range, RangeOf("k", "l")).status));
+  ASSERT_FALSE(Call(kv_.get(), &etcdserverpb::KV::Stub::Put, PutOf("", "v")).status.ok());
+  auto admin = ::revkv::v1::Admin::NewStub(channel_);
+  ASSERT_TRUE(
+      IsOk(Call(admin.get(), &::revkv::v1::Admin::Stub::Collect, ::revkv::v1::CollectRequest()).status));
+
+  const HttpResponse r = HttpGet(server_.metrics_port(), "/metrics");
+  ASSERT_EQ(r.status, 200) << r.error;
+  const Scrape s = ParsePrometheusText(r.body);
+  ASSERT_TRUE(s.Valid()) << r.body;
+  EXPECT_GE(s.families.size(), 30u);
+  for (const std::string& family : s.families) {
+    EXPECT_EQ(s.help.count(family), 1u) << family << " has no # HELP";
+    EXPECT_FALSE(s.help.count(family) != 0 && s.help.at(family).empty()) << family << ": empty # HELP";
+  }
+  // Histograms carry samples (so the bucket rules were really applied), at least one with labels.
+  EXPECT_TRUE(s.Has("revkv_request_duration_seconds_bucket{method=\"Put\",le=\"+Inf\"}")) << r.body;
+  EXPECT_TRUE(s.Has("revkv_gc_time_to_safepoint_seconds_bucket{le=\"+Inf\"}")) << r.body;
+}
+
+TEST_F(OpsEndpoint, SafepointPinnedBytesAndLiveSnapshotMetricsAreExported) {
+  auto admin = ::revkv::v1::Admin::NewStub(channel_);
+  ASSERT_TRUE(
+      IsOk(Call(admin.get(), &::revkv::v1::Admin::Stub::Collect, ::revkv::v1::CollectRequest()).status));
+  const Scrape s = ScrapeMetrics();
+  // Time to safepoint: a histogram in seconds; the major collection just requested stopped the world.
+  ASSERT_EQ(s.types.count("revkv_gc_time_to_safepoint_seconds"), 1u);
+  EXPECT_EQ(s.types.at("revkv_gc_time_to_safepoint_seconds"), "histogram");
+  EXPECT_GE(s.Value("revkv_gc_time_to_safepoint_seconds_count"), 1);
+  EXPECT_EQ(s.Value("revkv_gc_time_to_safepoint_seconds_bucket{le=\"+Inf\"}"),
+            s.Value("revkv_gc_time_to_safepoint_seconds_count"));
+  EXPECT_GE(s.Value("revkv_gc_time_to_safepoint_seconds_sum"), 0);
+  // Pinned bytes and chunks, and live snapshots: gauges holding whole, non-negative numbers.
+  for (const char* gauge :
+       {"revkv_heap_pinned_bytes", "revkv_heap_pinned_chunks", "revkv_stm_live_snapshots"}) {
+    ASSERT_EQ(s.types.count(gauge), 1u) << gauge;
+    EXPECT_EQ(s.types.at(gauge), "gauge") << gauge;
+    const double value = s.Value(gauge);
+    EXPECT_GE(value, 0) << gauge;
+    EXPECT_EQ(value, std::floor(value)) << gauge;
+  }
+}
+
 TEST_F(OpsEndpoint, PromtoolAcceptsTheMetrics) {
-  if (access(kPromtool, X_OK) != 0)
-    GTEST_SKIP() << kPromtool << " is not installed (Debian package prometheus)";
+  REVKV_NEED_TOOL(kPromtool, "prometheus");
   ASSERT_TRUE(IsOk(Call(kv_.get(), &etcdserverpb::KV::Stub::Put, PutOf("k", "v")).status));
   const HttpResponse r = HttpGet(server_.metrics_port(), "/metrics");
   ASSERT_EQ(r.status, 200) << r.error;
@@ -250,6 +270,86 @@ TEST_F(OpsEndpoint, DebugGcIsJsonWithTheCollectorFigures) {
 TEST_F(OpsEndpoint, AnUnknownPathIsNotFound) {
   EXPECT_EQ(HttpGet(server_.metrics_port(), "/nope").status, 404);
   EXPECT_EQ(HttpGet(server_.metrics_port(), "/metricsx").status, 404);
+}
+
+// ----- the strict reader itself: each rule it checks catches a text that breaks it -----
+
+// The errors of `text`, joined, for failure messages.
+std::string Errors(const Scrape& s) {
+  std::string all;
+  for (const std::string& e : s.errors) all += e + "\n";
+  return all;
+}
+
+const char kGoodText[] =
+    "# HELP a_total Requests.\n"
+    "# TYPE a_total counter\n"
+    "a_total{method=\"Put\"} 3\n"
+    "a_total{method=\"quote\\\" back\\\\ nl\\n\"} 1\n"
+    "# HELP h_seconds Latency \\\\ with\\nescapes.\n"
+    "# TYPE h_seconds histogram\n"
+    "h_seconds_bucket{le=\"0.1\"} 1\n"
+    "h_seconds_bucket{le=\"1\"} 2\n"
+    "h_seconds_bucket{le=\"+Inf\"} 2\n"
+    "h_seconds_sum 0.6\n"
+    "h_seconds_count 2\n"
+    "# TYPE g gauge\n"
+    "g NaN\n";
+
+TEST(StrictPrometheusText, AcceptsAWellFormedText) {
+  const Scrape s = ParsePrometheusText(kGoodText);
+  EXPECT_TRUE(s.Valid());
+  EXPECT_EQ(s.Value("a_total{method=\"Put\"}"), 3);
+  EXPECT_EQ(s.help.at("h_seconds"), "Latency \\ with\nescapes.");
+  EXPECT_EQ(s.families, (std::vector<std::string>{"a_total", "h_seconds", "g"}));
+}
+
+TEST(StrictPrometheusText, RejectsEveryBrokenRule) {
+  const std::string good = kGoodText;
+  // Each case breaks one rule of the good text.
+  const std::vector<std::pair<std::string, std::string>> cases = {
+      {"a blank line", good + "\n"},
+      {"another comment", "# just a comment\n" + good},
+      {"no final newline", good.substr(0, good.size() - 1)},
+      {"a sample before its TYPE", "x 1\n# TYPE x gauge\n"},
+      {"a sample without TYPE", good + "untyped_thing 1\n"},
+      {"an unknown type", "# TYPE x gauges\nx 1\n"},
+      {"two TYPEs", "# TYPE x gauge\n# TYPE x gauge\nx 1\n"},
+      {"two HELPs", "# HELP x a\n# HELP x b\n# TYPE x gauge\nx 1\n"},
+      {"interleaved families", "# TYPE x gauge\nx 1\n# TYPE y gauge\ny 1\nx{a=\"b\"} 2\n"},
+      {"a reopened family", "# TYPE x gauge\nx 1\n# TYPE y gauge\ny 1\n# HELP x again\n"},
+      {"a duplicate series", "# TYPE x gauge\nx{a=\"1\",b=\"2\"} 1\nx{b=\"2\",a=\"1\"} 1\n"},
+      {"a label given twice", "# TYPE x gauge\nx{a=\"1\",a=\"2\"} 1\n"},
+      {"a bad escape in a label value", "# TYPE x gauge\nx{a=\"\\t\"} 1\n"},
+      {"an unterminated label value", "# TYPE x gauge\nx{a=\"1} 1\n"},
+      {"a bad escape in HELP", "# HELP x a\\tb\n# TYPE x gauge\nx 1\n"},
+      {"a bad label name", "# TYPE x gauge\nx{1a=\"1\"} 1\n"},
+      {"a bad metric name", "# TYPE 1x gauge\n1x 1\n"},
+      {"a bad value", "# TYPE x gauge\nx 0x10\n"},
+      {"a bad timestamp", "# TYPE x gauge\nx 1 12.5\n"},
+      {"a counter sample named otherwise", "# TYPE x_total counter\nx 1\n"},
+      {"decreasing buckets",
+       "# TYPE h histogram\nh_bucket{le=\"1\"} 2\nh_bucket{le=\"2\"} 1\nh_bucket{le=\"+Inf\"} 2\nh_sum 1\n"
+       "h_count 2\n"},
+      {"buckets out of le order",
+       "# TYPE h histogram\nh_bucket{le=\"2\"} 1\nh_bucket{le=\"1\"} 1\nh_bucket{le=\"+Inf\"} 1\nh_sum 1\n"
+       "h_count 1\n"},
+      {"no +Inf bucket", "# TYPE h histogram\nh_bucket{le=\"1\"} 1\nh_sum 1\nh_count 1\n"},
+      {"+Inf differing from _count",
+       "# TYPE h histogram\nh_bucket{le=\"1\"} 1\nh_bucket{le=\"+Inf\"} 1\nh_sum 1\nh_count 2\n"},
+      {"no _count", "# TYPE h histogram\nh_bucket{le=\"+Inf\"} 1\nh_sum 1\n"},
+      {"a bucket without le", "# TYPE h histogram\nh_bucket 1\nh_sum 1\nh_count 1\n"},
+      {"a histogram sample named as the family", "# TYPE h histogram\nh 1\n"},
+  };
+  for (const auto& [what, text] : cases) {
+    const Scrape s = ParsePrometheusText(text);
+    EXPECT_FALSE(s.errors.empty()) << what << " was accepted:\n" << text;
+  }
+  // And the good text's own histogram, once per label set: a second label set is checked on its own.
+  const Scrape two = ParsePrometheusText(
+      "# TYPE h histogram\nh_bucket{k=\"a\",le=\"+Inf\"} 1\nh_sum{k=\"a\"} 1\nh_count{k=\"a\"} 1\n"
+      "h_bucket{k=\"b\",le=\"+Inf\"} 3\nh_sum{k=\"b\"} 1\nh_count{k=\"b\"} 2\n");
+  EXPECT_EQ(two.errors.size(), 1u) << Errors(two);
 }
 
 }  // namespace

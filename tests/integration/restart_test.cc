@@ -18,6 +18,7 @@
 #include "revkv/v1/admin.grpc.pb.h"
 #include "tests/integration/etcd_calls.h"
 #include "tests/integration/server_process.h"
+#include "tests/support/external_tools.h"
 
 namespace revkv::integration {
 namespace {
@@ -302,7 +303,7 @@ TEST(Restart, ASecondServerCannotListenOnARunningServersPort) {
 class PromptShutdown : public ::testing::TestWithParam<Flavor> {};
 
 TEST_P(PromptShutdown, SigtermWithOnlyAnIdleClientConnectionExitsWithinTwoSeconds) {
-  if (!FlavorAvailable(GetParam())) GTEST_SKIP() << FlavorName(GetParam()) << " is not installed";
+  if (!FlavorAvailable(GetParam())) REVKV_MISSING_TOOL() << FlavorName(GetParam()) << " is not installed";
   ServerOptions options;
   options.flavor = GetParam();
   ServerProcess server(options);

@@ -122,9 +122,11 @@ std::string ReadFd(int fd) {
 
 // ----- TempDir, FreePort -----
 
-TempDir::TempDir() {
+TempDir::TempDir(const std::string& parent) {
   const char* base = std::getenv("TMPDIR");
-  std::string pattern = std::string(base != nullptr && *base != '\0' ? base : "/tmp") + "/revkv-itest-XXXXXX";
+  std::string pattern =
+      (!parent.empty() ? parent : std::string(base != nullptr && *base != '\0' ? base : "/tmp")) +
+      "/revkv-itest-XXXXXX";
   if (mkdtemp(pattern.data()) == nullptr) {
     std::perror("mkdtemp");
     std::abort();
@@ -248,7 +250,18 @@ std::vector<std::string> ServerProcess::CommandLine() const {
     grpc::health::v1::HealthCheckResponse response;
     const grpc::Status s = health->Check(&context, grpc::health::v1::HealthCheckRequest(), &response);
     if (s.ok() && response.status() == grpc::health::v1::HealthCheckResponse::SERVING) {
-      return ::testing::AssertionSuccess();
+      // revkv-server starts its ops endpoint just after gRPC answers SERVING: ready means both (unless
+      // the test moved or disabled the endpoint with its own --metrics-listen).
+      const bool own_ops_flag =
+          std::any_of(options_.extra_flags.begin(), options_.extra_flags.end(),
+                      [](const std::string& flag) { return flag.rfind("--metrics-listen", 0) == 0; });
+      if (options_.flavor != Flavor::kRevkv || own_ops_flag ||
+          HttpGet(metrics_port_, "/healthz").status != 0) {
+        return ::testing::AssertionSuccess();
+      }
+      last_error = "gRPC is SERVING, the ops endpoint does not answer yet";
+      std::this_thread::sleep_for(std::chrono::milliseconds(20));
+      continue;
     }
     last_error = s.ok() ? "health status " +
                               grpc::health::v1::HealthCheckResponse::ServingStatus_Name(response.status())
@@ -306,13 +319,16 @@ bool ServerProcess::Running() {
 
 std::string ServerProcess::Log() const { return ReadWholeFile(log_path_); }
 
-std::shared_ptr<grpc::Channel> ServerProcess::NewChannel() const {
+std::shared_ptr<grpc::Channel> ServerProcess::NewChannel(
+    std::shared_ptr<grpc::ChannelCredentials> credentials) const {
+  if (credentials == nullptr) credentials = options_.channel_credentials;
+  if (credentials == nullptr) credentials = grpc::InsecureChannelCredentials();
   grpc::ChannelArguments args;
   args.SetInt(GRPC_ARG_INITIAL_RECONNECT_BACKOFF_MS, 100);
   args.SetInt(GRPC_ARG_MIN_RECONNECT_BACKOFF_MS, 100);
   args.SetInt(GRPC_ARG_MAX_RECONNECT_BACKOFF_MS, 200);
   args.SetMaxReceiveMessageSize(64 << 20);
-  return grpc::CreateCustomChannel(address(), grpc::InsecureChannelCredentials(), args);
+  return grpc::CreateCustomChannel(address(), credentials, args);
 }
 
 // ----- RunCommand -----

@@ -3,9 +3,10 @@
 // run to completion with their output captured; plain HTTP/1.1 GETs.
 //
 // A server is started with fork/exec, its stdout and stderr appended to `<temp dir>/server.log`; it is
-// ready once its grpc.health.v1.Health service answers SERVING. The child dies with the test process
-// (PR_SET_PDEATHSIG) and is SIGKILLed by the destructor at the latest, so no test leaves a server
-// behind. When the current test has failed, the destructor prints the server's log.
+// ready once its grpc.health.v1.Health service answers SERVING and (revkv) its ops endpoint answers. The
+// child dies with the test process (PR_SET_PDEATHSIG) and is SIGKILLed by the destructor at the latest,
+// so no test leaves a server behind. When the current test has failed, the destructor prints the
+// server's log.
 #pragma once
 
 #include <grpcpp/grpcpp.h>
@@ -21,11 +22,11 @@
 
 namespace revkv::integration {
 
-// A fresh directory under $TMPDIR (or /tmp), removed with its contents on destruction.
-// Thread-safety: const-safe only.
+// A fresh directory under $TMPDIR (or /tmp), or under `parent` when given, removed with its contents on
+// destruction. Thread-safety: const-safe only.
 class TempDir {
  public:
-  TempDir();
+  explicit TempDir(const std::string& parent = "");
   ~TempDir();
   TempDir(const TempDir&) = delete;
   TempDir& operator=(const TempDir&) = delete;
@@ -44,7 +45,8 @@ enum class Flavor {
   kEtcd,   // /usr/bin/etcd, the reference the etcd-semantics tests also run against
 };
 const char* FlavorName(Flavor flavor);
-// True if the binary of `flavor` exists (etcd is optional: tests that need it skip without it).
+// True if the binary of `flavor` exists. etcd is optional: tests that need it go through
+// REVKV_MISSING_TOOL (tests/support/external_tools.h), a skip or, under REVKV_REQUIRE_TOOLS=1, a failure.
 bool FlavorAvailable(Flavor flavor);
 // For gtest's messages about parameterized tests.
 inline void PrintTo(Flavor flavor, std::ostream* out) { *out << FlavorName(flavor); }
@@ -54,6 +56,9 @@ struct ServerOptions {
   std::vector<std::string> extra_flags;    // appended to the command line
   std::chrono::seconds start_timeout{30};  // until the health service answers SERVING
   std::chrono::seconds stop_timeout{20};   // from SIGTERM until the process has exited
+  // How NewChannel (and so the readiness check) connects: plaintext when null. A server started with
+  // TLS flags in extra_flags needs matching TLS credentials here.
+  std::shared_ptr<grpc::ChannelCredentials> channel_credentials;
 };
 
 // One server child process with its ports and data directory, which stay the same across restarts.
@@ -87,8 +92,10 @@ class ServerProcess {
   const std::string& log_path() const { return log_path_; }
   // The server's output so far, across restarts.
   std::string Log() const;
-  // A new channel to the gRPC port that reconnects quickly (100 ms backoff), for use across restarts.
-  std::shared_ptr<grpc::Channel> NewChannel() const;
+  // A new channel to the gRPC port that reconnects quickly (100 ms backoff), for use across restarts;
+  // with options.channel_credentials, or `credentials` when given.
+  std::shared_ptr<grpc::Channel> NewChannel(
+      std::shared_ptr<grpc::ChannelCredentials> credentials = nullptr) const;
 
  private:
   std::vector<std::string> CommandLine() const;

@@ -11,6 +11,7 @@
 #include "clients/bench/key_space.h"
 #include "etcdserverpb/rpc.grpc.pb.h"
 #include "tests/clients/bench/process.h"
+#include "tests/support/external_tools.h"
 
 namespace revkv::client {
 namespace {
@@ -81,13 +82,8 @@ nlohmann::json RunBench(std::vector<std::string> args, ProcessResult* result) {
   return report;
 }
 
-#define SKIP_WITHOUT_ETCD()                                                                               \
-  if (access(kEtcd, X_OK) != 0) {                                                                         \
-    GTEST_SKIP() << kEtcd << " is not installed (Debian package etcd-server; scripts/setup installs it)"; \
-  }
-
 TEST(BenchAgainstEtcd, PutAndGetRunsSucceed) {
-  SKIP_WITHOUT_ETCD();
+  REVKV_NEED_TOOL(kEtcd, "etcd-server");
   EtcdProcess etcd;
   std::string why;
   ASSERT_TRUE(etcd.WaitReady(&why)) << why;
@@ -107,7 +103,7 @@ TEST(BenchAgainstEtcd, PutAndGetRunsSucceed) {
 }
 
 TEST(BenchAgainstEtcd, TransfersKeepTheTotalOfAllBalances) {
-  SKIP_WITHOUT_ETCD();
+  REVKV_NEED_TOOL(kEtcd, "etcd-server");
   EtcdProcess etcd;
   std::string why;
   ASSERT_TRUE(etcd.WaitReady(&why)) << why;

@@ -2,11 +2,15 @@
 // served, pacing holds, reports are complete, and an unreachable endpoint fails loudly.
 #include "bench/null_server/null_server.h"
 
+#include <grpcpp/grpcpp.h>
 #include <gtest/gtest.h>
 
+#include <chrono>
 #include <cmath>
 #include <nlohmann/json.hpp>
 
+#include "etcdserverpb/rpc.grpc.pb.h"
+#include "grpc/health/v1/health.grpc.pb.h"
 #include "tests/clients/bench/process.h"
 
 namespace revkv::client {
@@ -226,6 +230,60 @@ TEST(BenchAgainstNullServer, CompareRunsBothEndpointsInRoundsAndReportsRatios) {
   EXPECT_GT(a->Counts()[NullMethod::kPut], 100u);
   EXPECT_GT(b->Counts()[NullMethod::kPut], 100u);
   EXPECT_NE(result.err.find("B/A"), std::string::npos);
+}
+
+TEST(BenchAgainstNullServer, CompareAlternatesWhichEndpointGoesFirst) {
+  std::unique_ptr<NullServer> a = StartNullServer();
+  std::unique_ptr<NullServer> b = StartNullServer();
+  ASSERT_NE(a, nullptr);
+  ASSERT_NE(b, nullptr);
+  ProcessResult result;
+  const nlohmann::json r = RunBench({"get", "--compare", Endpoint(*a), Endpoint(*b), "--rounds", "4",
+                                     "--total", "50", "--warmup", "0", "--connections", "1"},
+                                    &result);
+  ASSERT_EQ(result.exit_code, 0) << result.err;
+  // ABBA: A B, B A, A B, B A, so neither side always runs first (or always last) as the machine drifts.
+  std::vector<int> a_order, b_order;
+  for (const auto& round : r["compare"]["a"]["rounds"]) a_order.push_back(round.value("run_order", 0));
+  for (const auto& round : r["compare"]["b"]["rounds"]) b_order.push_back(round.value("run_order", 0));
+  EXPECT_EQ(a_order, (std::vector<int>{1, 4, 5, 8}));
+  EXPECT_EQ(b_order, (std::vector<int>{2, 3, 6, 7}));
+}
+
+// Not load, but what etcd clients and probes ask before their load: the member list (this one member;
+// the membership changes are UNIMPLEMENTED) and grpc.health.v1 (SERVING).
+TEST(NullServer, AnswersMemberListAndHealthChecks) {
+  std::unique_ptr<NullServer> server = StartNullServer();
+  ASSERT_NE(server, nullptr);
+  auto channel = grpc::CreateChannel(Endpoint(*server), grpc::InsecureChannelCredentials());
+  auto deadline = [] { return std::chrono::system_clock::now() + std::chrono::seconds(10); };
+
+  auto cluster = etcdserverpb::Cluster::NewStub(channel);
+  grpc::ClientContext list_context;
+  list_context.set_deadline(deadline());
+  etcdserverpb::MemberListResponse members;
+  const grpc::Status listed = cluster->MemberList(&list_context, etcdserverpb::MemberListRequest(), &members);
+  ASSERT_TRUE(listed.ok()) << listed.error_message();
+  ASSERT_EQ(members.members_size(), 1);
+  EXPECT_NE(members.members(0).id(), 0u);
+  EXPECT_EQ(members.members(0).id(), members.header().member_id());
+  grpc::ClientContext add_context;
+  add_context.set_deadline(deadline());
+  etcdserverpb::MemberAddResponse added;
+  EXPECT_EQ(cluster->MemberAdd(&add_context, etcdserverpb::MemberAddRequest(), &added).error_code(),
+            grpc::StatusCode::UNIMPLEMENTED);
+
+  auto health = grpc::health::v1::Health::NewStub(channel);
+  grpc::ClientContext health_context;
+  health_context.set_deadline(deadline());
+  grpc::health::v1::HealthCheckResponse checked;
+  const grpc::Status check = health->Check(&health_context, grpc::health::v1::HealthCheckRequest(), &checked);
+  ASSERT_TRUE(check.ok()) << check.error_message();
+  EXPECT_EQ(checked.status(), grpc::health::v1::HealthCheckResponse::SERVING);
+
+  server->Shutdown();
+  EXPECT_EQ(server->Counts()[NullMethod::kMemberList], 1u);
+  EXPECT_EQ(server->Counts()[NullMethod::kUnimplemented], 1u);
 }
 
 TEST(BenchAgainstUnreachableEndpoint, CountsErrorsByCodeAndExitsNonZero) {

@@ -14,6 +14,7 @@
 
 #include "gtest/gtest.h"
 #include "server/ops/metrics.h"
+#include "tests/support/external_tools.h"
 
 namespace revkv::server {
 namespace {
@@ -96,9 +97,7 @@ std::string RenderEverything() {
 }
 
 TEST(Promtool, AcceptsEveryKindOfMetricWithEscaping) {
-  if (access(kPromtool, X_OK) != 0) {
-    GTEST_SKIP() << kPromtool << " not found: install Debian's 'prometheus' package (scripts/setup does)";
-  }
+  REVKV_NEED_TOOL(kPromtool, "prometheus");
   const std::string text = RenderEverything();
   // The escapes are really in the text.
   EXPECT_NE(text.find("value=\"back\\\\slash\""), std::string::npos);
@@ -110,9 +109,7 @@ TEST(Promtool, AcceptsEveryKindOfMetricWithEscaping) {
 }
 
 TEST(Promtool, RejectsBrokenText) {
-  if (access(kPromtool, X_OK) != 0) {
-    GTEST_SKIP() << kPromtool << " not found: install Debian's 'prometheus' package (scripts/setup does)";
-  }
+  REVKV_NEED_TOOL(kPromtool, "prometheus");
   // A counter without "_total" and a sample with an unterminated label value.
   EXPECT_NE(RunPromtool("# HELP revkv_x Bad.\n# TYPE revkv_x counter\nrevkv_x 1\n").exit_code, 0);
   EXPECT_NE(RunPromtool("# HELP revkv_y Bad.\n# TYPE revkv_y gauge\nrevkv_y{a=\"b} 1\n").exit_code, 0);
