@@ -314,6 +314,21 @@ TEST_F(GcTest, LocalCollectionPromotesMinorSurvivorsInPlace) {
   EXPECT_EQ(s->value, 5);
 }
 
+// Every nursery byte is counted once in bytes_allocated, also when a minor collection promotes the
+// chunk the thread is allocating in: that chunk leaves the nursery and another takes its place.
+TEST_F(GcTest, BytesAllocatedCountsEachNurseryByteOnceWhenTheCurrentChunkIsPromoted) {
+  CollectMinor();  // an empty nursery
+  const uint64_t before = GetGcStatistics(0).bytes_allocated;
+  const size_t count = 1000;  // about three chunks
+  Node* volatile last = nullptr;
+  for (size_t i = 0; i < count; ++i) last = NewNode(static_cast<int64_t>(i));
+  CollectMinor();  // `last` pins the current chunk
+  const uint64_t after = GetGcStatistics(0).bytes_allocated;
+  EXPECT_FALSE(IsInNursery(last)) << "the current chunk was promoted in place";
+  EXPECT_EQ(last->value, static_cast<int64_t>(count - 1));
+  EXPECT_EQ(after - before, count * DescribeType(TypeIdOf<Node>()).fixed_size);
+}
+
 TEST_F(GcTest, StatisticsAndListenersReportEachCollection) {
   std::atomic<int> majors{0};
   std::atomic<int> minors{0};
