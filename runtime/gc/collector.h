@@ -56,7 +56,8 @@ void RecordAllocationFailure();
 uint64_t NextSequence(CollectionKind kind);
 uint64_t WallClockNanos();
 
-// Test hook: called by the major collector while the world is stopped, before it collects.
+// Test hook: called by the major collector while the world is stopped, before it collects. Setting it
+// waits for a running major collection to finish (inside a safe region on a registered thread).
 void SetStoppedWorldHookForTesting(std::function<void()> hook);
 void RunStoppedWorldHookForTesting();
 

@@ -92,6 +92,34 @@ TEST_F(SafepointTest, LeavingASafeRegionDuringACollectionBlocksUntilItEnds) {
   EXPECT_GE(left_at.load(), world_resumed_no_earlier_than.load());
 }
 
+// SetStoppedWorldHookForTesting waits for the collector mutex the way a collection does, in a safe
+// region: a registered thread calling it while another thread's collection holds the mutex and is
+// stopping the world must not block while running (the collector would wait for it forever).
+TEST_F(SafepointTest, SettingTheStoppedWorldHookWhileAnotherThreadCollectsDoesNotDeadlock) {
+  Watchdog watchdog("setting the stopped-world hook during collections", std::chrono::seconds(60));
+  std::atomic<bool> stop{false};
+  std::atomic<uint64_t> collections{0};
+  std::atomic<uint64_t> hook_runs{0};
+  std::thread collector([&] {
+    ThreadRegistration r("collector");
+    while (!stop.load()) {
+      CollectMajor();
+      collections.fetch_add(1);
+    }
+  });
+  while (collections.load() < 1) Poll();
+  const uint64_t target = collections.load() + Scaled(100);
+  while (collections.load() < target) {
+    Poll();
+    SetStoppedWorldHookForTesting([&] { hook_runs.fetch_add(1); });
+    Poll();
+    SetStoppedWorldHookForTesting(nullptr);
+  }
+  stop.store(true);
+  Join(collector);
+  EXPECT_GE(collections.load(), target);
+}
+
 TEST_F(SafepointTest, RunningThreadsStopAtPollsQuickly) {
   std::atomic<bool> stop{false};
   std::vector<std::thread> threads;

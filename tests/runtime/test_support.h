@@ -4,10 +4,13 @@
 
 #include <gtest/gtest.h>
 
+#include <chrono>
+#include <condition_variable>
 #include <cstdint>
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
+#include <mutex>
 #include <optional>
 #include <random>
 #include <string>
@@ -94,6 +97,37 @@ inline void Join(std::thread& t) {
   SafeRegion region;
   t.join();
 }
+
+// Aborts the process with a message if it is still alive after `limit`: a deadlock then fails the test
+// at once with its name instead of hanging until the CTest timeout. Stops watching when destroyed.
+class Watchdog {
+ public:
+  Watchdog(const char* what, std::chrono::seconds limit)
+      : thread_([this, what, limit] {
+          std::unique_lock<std::mutex> lock(mu_);
+          if (!cv_.wait_for(lock, limit, [this] { return done_; })) {
+            std::fprintf(stderr, "watchdog: %s did not finish within %lld s (deadlock?)\n", what,
+                         static_cast<long long>(limit.count()));
+            std::abort();
+          }
+        }) {}
+  ~Watchdog() {
+    {
+      std::lock_guard<std::mutex> lock(mu_);
+      done_ = true;
+    }
+    cv_.notify_one();
+    thread_.join();  // the watchdog exits at once: no need for a safe region
+  }
+  Watchdog(const Watchdog&) = delete;
+  Watchdog& operator=(const Watchdog&) = delete;
+
+ private:
+  std::mutex mu_;
+  std::condition_variable cv_;
+  bool done_ = false;   // guarded by mu_
+  std::thread thread_;  // last: starts after the members it uses
+};
 
 inline HeapOptions SmallHeapOptions(size_t max_heap_bytes = size_t{256} << 20) {
   HeapOptions o;
