@@ -8,6 +8,7 @@
 #include <algorithm>
 #include <atomic>
 #include <chrono>
+#include <mutex>
 #include <thread>
 #include <vector>
 
@@ -138,6 +139,22 @@ TEST_F(SafepointTest, RunningThreadsStopAtPollsQuickly) {
   EXPECT_LT(tts.Quantile(0.5), 5'000'000u);
 }
 
+// Holds the collector mutex as a major collection does, waiting for it inside a safe region. A test
+// that stops the world itself must hold it: a thread starting a major collection meanwhile would
+// otherwise block on the registry mutex while running, and the two stops would wait for each other.
+class CollectorLock {
+ public:
+  CollectorLock() : lock_(CollectorMutex(), std::try_to_lock) {
+    if (!lock_.owns_lock()) {
+      SafeRegion waiting;
+      lock_.lock();
+    }
+  }
+
+ private:
+  std::unique_lock<std::mutex> lock_;
+};
+
 // A thread that only allocates polls at every nursery chunk switch, so a stop request is answered
 // within one chunk (16 KiB) of allocation, not once per nursery. Measured in allocations rather than
 // time, so a busy machine does not make it flaky: between reading the allocator's counter and the
@@ -159,10 +176,13 @@ TEST_F(SafepointTest, AnAllocatingThreadStopsWithinOneNurseryChunk) {
   ThreadRegistry& registry = ThreadRegistry::Get();
   std::vector<uint64_t> during_stop;
   for (int i = 0; i < 41; ++i) {
-    const uint64_t before = allocations.load(std::memory_order_relaxed);
-    registry.StopTheWorld(self);
-    during_stop.push_back(allocations.load(std::memory_order_relaxed) - before);
-    registry.ResumeTheWorld();
+    {
+      CollectorLock no_other_collection;
+      const uint64_t before = allocations.load(std::memory_order_relaxed);
+      registry.StopTheWorld(self);
+      during_stop.push_back(allocations.load(std::memory_order_relaxed) - before);
+      registry.ResumeTheWorld();
+    }
     SafeRegion pause;
     std::this_thread::sleep_for(1ms);
   }
