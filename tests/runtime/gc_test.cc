@@ -54,23 +54,46 @@ TEST_F(GcTest, ObjectReachableOnlyFromALocalSurvivesMinorAndMajorWithoutMoving) 
   EXPECT_EQ(ResolveAmbiguousWord(address), local);
 }
 
+// Helpers for objects the caller knows only by a hidden address. Each works in its own frame, below the
+// caller's (ScrubStack clears it before the next collection), so the caller never holds the object's
+// start in a local or a register and cannot pin it by accident.
+__attribute__((noinline)) bool ResolvesTo(uintptr_t word, HiddenAddress object) {
+  return HiddenAddress(ResolveAmbiguousWord(word)) == object;
+}
+__attribute__((noinline)) bool IsIntactNode(HiddenAddress node, int64_t value) {
+  const auto* n = reinterpret_cast<const Node*>(node.get());
+  return n->value == value && n->check == value * 7919 + 13 && !n->HasFlag(kForwarded);
+}
+
+// Allocates a node and returns the address of its `check` field; the node's start goes back hidden, so
+// the caller holds nothing but an interior address.
+__attribute__((noinline)) char* NewNodeSeenFromInside(int64_t value, HiddenAddress* start) {
+  Node* n = NewNode(value);
+  *start = HiddenAddress(n);
+  return reinterpret_cast<char*>(&n->check);
+}
+
 TEST_F(GcTest, InteriorPointerPinsItsObject) {
-  char* volatile interior = nullptr;
-  uintptr_t base = 0;
-  {
-    Node* n = NewNode(7);
-    base = reinterpret_cast<uintptr_t>(n);
-    interior = reinterpret_cast<char*>(&n->check);
-  }
+  HiddenAddress base;
+  char* volatile interior = NewNodeSeenFromInside(7, &base);
+  ScrubStack();
   CollectMinor();
+  EXPECT_FALSE(IsInNursery(interior))
+      << "pinned through the interior pointer, its chunk was promoted in place";
+  EXPECT_TRUE(ResolvesTo(reinterpret_cast<uintptr_t>(interior), base)) << "the node did not move";
+  EXPECT_TRUE(IsIntactNode(base, 7));
   AllocateGarbage(4 << 20);
+  ScrubStack();
   CollectMajor();
   AllocateGarbage(4 << 20);
-  EXPECT_EQ(ResolveAmbiguousWord(reinterpret_cast<uintptr_t>(interior)), reinterpret_cast<Object*>(base));
-  EXPECT_NE(reinterpret_cast<uintptr_t>(interior), base) << "the pin came from an interior pointer";
+  ScrubStack();
+  CollectMajor();
+  EXPECT_TRUE(ResolvesTo(reinterpret_cast<uintptr_t>(interior), base)) << "the node did not move";
+  EXPECT_NE(reinterpret_cast<uintptr_t>(interior), base.get()) << "the pin came from an interior pointer";
   int64_t check;
   std::memcpy(&check, interior, sizeof(check));
   EXPECT_EQ(check, 7 * 7919 + 13);
+  EXPECT_TRUE(IsIntactNode(base, 7));
 }
 
 // The test bodies below never hold the root's object in a local or a register of their own, so the
