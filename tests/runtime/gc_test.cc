@@ -275,19 +275,69 @@ TEST_F(GcTest, PinnedBytesAreReportedAndFallToZeroWhenTheRootsAreGone) {
   EXPECT_EQ(GetHeapUsage().pinned_chunks, 0u);
 }
 
+// Allocates, from the start of a nursery chunk: a node for `*first`, about 4 KiB of garbage, a node
+// for `*second`, then garbage past the end of the chunk. The caller's two slots pin the nodes.
+__attribute__((noinline)) void AllocateTwoNodesWithAGapBetween(Node* volatile* first,
+                                                               Node* volatile* second) {
+  *first = NewNode(99);
+  AllocateGarbage(4 << 10);
+  *second = NewNode(98);
+  AllocateGarbage(16 << 10);
+}
+
+__attribute__((noinline)) void FillTree(Root<Node>& root, int64_t count) { root.set(BuildTree(0, count)); }
+
+// The number of nodes of the tree in `root` whose address is in [begin, end).
+__attribute__((noinline)) size_t NodesWithin(Root<Node>& root, uintptr_t begin, uintptr_t end) {
+  size_t n = 0;
+  std::vector<Node*> stack;  // transient: no collection can run while it is alive
+  if (root.get() != nullptr) stack.push_back(root.get());
+  while (!stack.empty()) {
+    Node* node = stack.back();
+    stack.pop_back();
+    const auto a = reinterpret_cast<uintptr_t>(node);
+    if (a >= begin && a < end) ++n;
+    if (Node* l = node->left.Load()) stack.push_back(l);
+    if (Node* r = node->right.Load()) stack.push_back(r);
+  }
+  return n;
+}
+
 TEST_F(GcTest, PinnedChunksAreReusedAroundTheirObjects) {
-  // Pin one object per chunk, drop everything else, and check that allocation fills the holes.
-  Node* volatile pinned = NewNode(99);
-  AllocateGarbage(64 << 10);
-  CollectMinor();
-  CollectMajor();
+  // Pin two objects of one chunk with a gap between them and drop everything else: the major
+  // collection keeps the chunk with a hole between them and a free tail after them, and the next
+  // promotions fill both before any fresh chunk is taken (seed 003: pinned chunks are kept and reused
+  // around their objects).
+  CollectMinor();  // an empty nursery: the next allocation starts a chunk
+  Node* volatile pinned = nullptr;
+  Node* volatile second = nullptr;
+  AllocateTwoNodesWithAGapBetween(&pinned, &second);
+  ScrubStack();
+  CollectMinor();  // pinned in the nursery: the chunk is promoted in place
+  ScrubStack();
+  CollectMajor();  // pinned again in old space: the gaps become holes
   const HeapUsage before = GetHeapUsage();
   EXPECT_GT(before.pinned_bytes, 0u);
+  const uintptr_t chunk = reinterpret_cast<uintptr_t>(pinned) & ~(kChunkSize - 1);
+  const uintptr_t first_end = reinterpret_cast<uintptr_t>(pinned) + pinned->size();
+  const auto second_start = reinterpret_cast<uintptr_t>(second);
+  ASSERT_EQ(second_start & ~(kChunkSize - 1), chunk) << "both pinned nodes share a chunk";
+  ASSERT_GE(second_start - first_end, size_t{2} << 10) << "garbage lay between them";
+
   // Promotions now go into the holes of the pinned chunk before taking fresh chunks.
-  Root<Node> keep(BuildTree(0, 200));
+  Root<Node> keep;
+  FillTree(keep, 200);  // 200 nodes: more than the hole between the pinned nodes holds
+  ScrubStack();
   CollectMinor();
   EXPECT_EQ(CheckTree(keep.get()).second, 200);
   EXPECT_EQ(pinned->value, 99);
+  EXPECT_EQ(second->value, 98);
+  EXPECT_EQ(NodesWithin(keep, chunk, chunk + kChunkSize), 200u)
+      << "every survivor went into the pinned chunk";
+  EXPECT_GT(NodesWithin(keep, first_end, second_start), 0u) << "the hole between the pinned nodes was reused";
+  EXPECT_GT(NodesWithin(keep, second_start + second->size(), chunk + kChunkSize), 0u)
+      << "and so was the free tail after them";
+  EXPECT_EQ(GetHeapUsage().old_bytes, before.old_bytes) << "no fresh old chunk was taken";
 }
 
 TEST_F(GcTest, LocalCollectionMakesSurvivorsGlobalAndSendsUnwrittenCopiesBackToTheirOriginal) {
