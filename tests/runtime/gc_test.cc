@@ -102,7 +102,10 @@ __attribute__((noinline)) HiddenAddress FillRoot(Root<Node>& root, int64_t value
   root.set(NewNode(value, NewNode(value + 1)));
   return HiddenAddress(root.get());
 }
-__attribute__((noinline)) HiddenAddress AddressOf(Root<Node>& root) { return HiddenAddress(root.get()); }
+template <class T>
+__attribute__((noinline)) HiddenAddress AddressOf(Root<T>& root) {
+  return HiddenAddress(root.get());
+}
 __attribute__((noinline)) bool HoldsValues(Root<Node>& root, int64_t value) {
   return root->value == value && root->left.Load()->value == value + 1 &&
          root->left.Load()->check == (value + 1) * 7919 + 13;
@@ -385,6 +388,193 @@ TEST_F(GcTest, LocalCollectionPromotesMinorSurvivorsInPlace) {
   EXPECT_EQ(reinterpret_cast<uintptr_t>(s), where.get()) << "outside the nursery: made global where it is";
   EXPECT_TRUE(s->HasFlag(kGlobal));
   EXPECT_EQ(s->value, 5);
+}
+
+// ----- The large-object space under collection -----
+
+// A large Fan (its slots alone take more than kLargeObjectThreshold) whose slot i points to a new
+// nursery node of value i; the write barrier remembers each slot.
+__attribute__((noinline)) HiddenAddress FillLargeFan(Root<Fan>& root, size_t slots) {
+  absl::StatusOr<Fan*> fan = NewWithTail<Fan>(slots * sizeof(void*));
+  if (!fan.ok()) {
+    ADD_FAILURE() << fan.status();
+    std::abort();
+  }
+  (*fan)->count = slots;
+  for (size_t i = 0; i < slots; ++i) (*fan)->slots()[i].Store(NewNode(static_cast<int64_t>(i)));
+  root.set(*fan);
+  return HiddenAddress(*fan);
+}
+
+// True if slot i of the fan holds an intact node of value i that is outside the nursery, for every i.
+__attribute__((noinline)) bool FanHoldsItsNodes(Root<Fan>& root) {
+  for (size_t i = 0; i < root->count; ++i) {
+    const auto* n = static_cast<const Node*>(root->slots()[i].Load());
+    if (n == nullptr || IsInNursery(n) || n->value != static_cast<int64_t>(i) ||
+        n->check != n->value * 7919 + 13) {
+      return false;
+    }
+  }
+  return true;
+}
+
+__attribute__((noinline)) HiddenAddress SlotTarget(Root<Fan>& root, size_t i) {
+  return HiddenAddress(root->slots()[i].Load());
+}
+
+char PatternByte(size_t i, char seed) { return static_cast<char>(seed + static_cast<char>(i * 31)); }
+
+__attribute__((noinline)) HiddenAddress FillBytes(Root<Bytes>& root, size_t length, char seed) {
+  std::string data(length, '\0');
+  for (size_t i = 0; i < length; ++i) data[i] = PatternByte(i, seed);
+  absl::StatusOr<Bytes*> b = NewBytes(data);
+  if (!b.ok()) {
+    ADD_FAILURE() << b.status();
+    std::abort();
+  }
+  root.set(*b);
+  return HiddenAddress(*b);
+}
+
+__attribute__((noinline)) bool HoldsPattern(Root<Bytes>& root, size_t length, char seed) {
+  if (root->length() != length) return false;
+  for (size_t i = 0; i < length; ++i) {
+    if (root->data()[i] != PatternByte(i, seed)) return false;
+  }
+  return true;
+}
+
+// Whether the word `offset` bytes into the object at `object` resolves to that object; never leaves
+// the object's address in the caller's frame.
+__attribute__((noinline)) bool ResolvesInside(HiddenAddress object, size_t offset) {
+  return HiddenAddress(ResolveAmbiguousWord(object.get() + offset)) == object;
+}
+__attribute__((noinline)) bool ResolvesToNothing(HiddenAddress object, size_t offset) {
+  return ResolveAmbiguousWord(object.get() + offset) == nullptr;
+}
+
+size_t LargeRunBytes(size_t object_bytes) {
+  return (object_bytes + kChunkSize - 1) / kChunkSize * kChunkSize;
+}
+
+TEST_F(GcTest, RootedLargeObjectsKeepTheirAddressAndContentsAcrossCollections) {
+  const size_t slots = 2048;  // 16 KiB of slots: a run of two chunks
+  const size_t length = 100 * 1024;
+  ScrubStack();
+  CollectMajor();  // no large garbage left from earlier tests: the large-object figures are exact
+  const size_t large_before = GetHeapUsage().large_bytes;
+  Root<Fan> fan;
+  Root<Bytes> bytes;
+  const HiddenAddress fan_at = FillLargeFan(fan, slots);
+  const HiddenAddress bytes_at = FillBytes(bytes, length, 'a');
+  const size_t large_bytes = GetHeapUsage().large_bytes;
+  EXPECT_EQ(large_bytes - large_before,
+            LargeRunBytes(sizeof(Fan) + slots * sizeof(void*)) + LargeRunBytes(sizeof(Bytes) + length));
+  const HiddenAddress node_in_nursery = SlotTarget(fan, 0);
+
+  ScrubStack();
+  CollectMinor();
+  EXPECT_TRUE(AddressOf(fan) == fan_at) << "a minor collection does not move a large object";
+  EXPECT_TRUE(FanHoldsItsNodes(fan)) << "its remembered slots now point to the nodes' copies";
+  const HiddenAddress node_in_old = SlotTarget(fan, 0);
+  EXPECT_FALSE(node_in_old == node_in_nursery);
+
+  for (int i = 0; i < 2; ++i) {
+    ScrubStack();
+    CollectMajor();
+    EXPECT_TRUE(AddressOf(fan) == fan_at) << "major collection " << i << " does not move a large object";
+    EXPECT_TRUE(AddressOf(bytes) == bytes_at) << "major collection " << i;
+    EXPECT_TRUE(ResolvesInside(fan_at, 12 * 1024)) << "its run is still allocated";
+    EXPECT_TRUE(ResolvesInside(bytes_at, 70 * 1024)) << "its run is still allocated";
+    EXPECT_TRUE(FanHoldsItsNodes(fan)) << "major collection " << i;
+    EXPECT_TRUE(HoldsPattern(bytes, length, 'a')) << "major collection " << i;
+    EXPECT_EQ(GetHeapUsage().large_bytes, large_bytes);
+  }
+  EXPECT_FALSE(SlotTarget(fan, 0) == node_in_old)
+      << "the nodes it points to were evacuated, its slots updated";
+}
+
+// Allocates a large Bytes object that nothing references; returns where it is.
+__attribute__((noinline)) HiddenAddress NewLargeGarbage(size_t length) {
+  absl::StatusOr<Bytes*> b = NewBytes(std::string(length, 'g'));
+  if (!b.ok()) {
+    ADD_FAILURE() << b.status();
+    std::abort();
+  }
+  return HiddenAddress(*b);
+}
+
+TEST_F(GcTest, UnreachableLargeObjectIsFreedByAMajorCollection) {
+  ScrubStack();
+  CollectMajor();  // no large garbage left from earlier tests: the large-object figures are exact
+  Root<Bytes> kept;
+  (void)FillBytes(kept, 50 * 1024, 'k');  // a live large object beside it stays
+  const size_t before = GetHeapUsage().large_bytes;
+  const size_t length = 200 * 1024;
+  const size_t run = LargeRunBytes(sizeof(Bytes) + length);
+  const HiddenAddress garbage = NewLargeGarbage(length);
+  EXPECT_EQ(GetHeapUsage().large_bytes, before + run);
+  ScrubStack();
+  CollectMinor();
+  EXPECT_EQ(GetHeapUsage().large_bytes, before + run) << "minor collections leave large objects alone";
+  ScrubStack();
+  CollectMajor();
+  EXPECT_EQ(GetHeapUsage().large_bytes, before) << "its run was freed";
+  EXPECT_TRUE(ResolvesToNothing(garbage, 0));
+  EXPECT_TRUE(ResolvesToNothing(garbage, 150 * 1024));
+  const GcStatistics stats = GetGcStatistics(1);
+  ASSERT_FALSE(stats.recent.empty());
+  EXPECT_EQ(stats.recent.back().kind, CollectionKind::kMajor);
+  EXPECT_GE(stats.recent.back().heap_bytes_before, stats.recent.back().heap_bytes_after + run);
+  EXPECT_TRUE(HoldsPattern(kept, 50 * 1024, 'k'));
+}
+
+// Allocates 1 MiB objects into the slots of `holder` until allocation fails or the slots run out;
+// returns the failure, and in `count` how many it allocated.
+__attribute__((noinline)) absl::Status FillWithLargeObjects(Root<Fan>& holder, size_t* count) {
+  for (*count = 0; *count < holder->count; ++*count) {
+    absl::StatusOr<Object*> o = Allocate(kBytesTypeId, size_t{1} << 20);
+    if (!o.ok()) return o.status();
+    holder->slots()[*count].Store(*o);
+  }
+  return absl::OkStatus();
+}
+
+__attribute__((noinline)) void ClearSlots(Root<Fan>& holder) {
+  for (size_t i = 0; i < holder->count; ++i) holder->slots()[i].Store(nullptr);
+}
+
+TEST_F(GcTest, LargeObjectExhaustionYieldsTheNamedErrorAndTheHeapStaysUsable) {
+  const size_t max = size_t{32} << 20;
+  SetMaxHeapBytes(max);
+  ScrubStack();
+  CollectMajor();  // no large garbage left from earlier tests: the large-object figures are exact
+  absl::StatusOr<Fan*> holder_or = NewWithTail<Fan>(64 * sizeof(void*));
+  ASSERT_TRUE(holder_or.ok());
+  Root<Fan> holder(*holder_or);
+  holder->count = 64;
+  const uint64_t failures_before = GetGcStatistics(0).allocation_failures;
+  size_t count = 0;
+  const absl::Status failure = FillWithLargeObjects(holder, &count);
+  EXPECT_EQ(failure.code(), absl::StatusCode::kResourceExhausted) << failure;
+  EXPECT_NE(failure.message().find("heap exhausted"), std::string::npos) << failure;
+  EXPECT_GT(count, 0u);
+  EXPECT_LT(count, max >> 20);
+  EXPECT_EQ(GetGcStatistics(0).allocation_failures, failures_before + 1);
+  EXPECT_LE(GetHeapUsage().committed_bytes, max);
+
+  ClearSlots(holder);
+  ScrubStack();
+  CollectMajor();
+  EXPECT_EQ(GetHeapUsage().large_bytes, 0u) << "the dropped large objects were freed";
+  size_t again = 0;
+  EXPECT_EQ(FillWithLargeObjects(holder, &again).code(), absl::StatusCode::kResourceExhausted);
+  EXPECT_EQ(again, count) << "the freed space is allocated again";
+  ClearSlots(holder);
+  ScrubStack();
+  CollectMajor();
+  Root<Node> tree(BuildTree(0, 10'000));
+  EXPECT_EQ(CheckTree(tree.get()).second, 10'000);
 }
 
 // Every nursery byte is counted once in bytes_allocated, also when a minor collection promotes the
