@@ -577,6 +577,98 @@ TEST_F(GcTest, LargeObjectExhaustionYieldsTheNamedErrorAndTheHeapStaysUsable) {
   EXPECT_EQ(CheckTree(tree.get()).second, 10'000);
 }
 
+// ----- Bytes payloads are never scanned -----
+// Each test below writes an object's address into Bytes payloads and nowhere else. A collector that
+// scanned payloads would keep the object alive, copy it, and rewrite the payload words to the copy;
+// one that does not leaves the words as they were and reclaims the object.
+
+// Writes `target`'s address into every word of the payload of a new Bytes object held by `bytes`.
+__attribute__((noinline)) void NewBytesNaming(Root<Bytes>& bytes, const Object* target, size_t words) {
+  std::string payload(words * sizeof(uintptr_t), '\0');
+  const auto address = reinterpret_cast<uintptr_t>(target);
+  for (size_t i = 0; i < words; ++i) std::memcpy(&payload[i * sizeof(address)], &address, sizeof(address));
+  absl::StatusOr<Bytes*> b = NewBytes(payload);
+  if (!b.ok()) {
+    ADD_FAILURE() << b.status();
+    std::abort();
+  }
+  bytes.set(*b);
+}
+
+// A new nursery node whose address is written only into the payload of a new Bytes held by `bytes`.
+__attribute__((noinline)) HiddenAddress NewNodeNamedOnlyByBytes(Root<Bytes>& bytes, size_t words) {
+  Node* n = NewNode(77);
+  NewBytesNaming(bytes, n, words);
+  EXPECT_TRUE(IsInNursery(n) && IsInNursery(bytes.get()));
+  return HiddenAddress(n);
+}
+
+// True if every payload word of `bytes` holds the address `expected`.
+__attribute__((noinline)) bool PayloadWordsAre(Root<Bytes>& bytes, HiddenAddress expected) {
+  const size_t words = bytes->length() / sizeof(uintptr_t);
+  for (size_t i = 0; i < words; ++i) {
+    uintptr_t w;
+    std::memcpy(&w, bytes->data() + i * sizeof(w), sizeof(w));
+    if (!(HiddenAddress(reinterpret_cast<const void*>(w)) == expected)) return false;
+  }
+  return words > 0;
+}
+
+CollectionRecord LastRecord() {
+  const GcStatistics stats = GetGcStatistics(1);
+  if (stats.recent.empty()) {
+    ADD_FAILURE() << "no collection recorded";
+    return CollectionRecord{};
+  }
+  return stats.recent.back();
+}
+
+TEST_F(GcTest, ABytesPayloadDoesNotKeepANurseryObjectAlive) {
+  const size_t words = 8;
+  Root<Bytes> bytes;
+  const HiddenAddress node = NewNodeNamedOnlyByBytes(bytes, words);
+  ScrubStack();
+  CollectMinor();
+  const CollectionRecord r = LastRecord();
+  EXPECT_EQ(r.kind, CollectionKind::kMinor);
+  ASSERT_EQ(r.pinned_objects, 0u) << "nothing on the stack may pin the node, or the test proves nothing";
+  EXPECT_TRUE(PayloadWordsAre(bytes, node)) << "the payload was not rewritten: the node was not copied";
+  EXPECT_EQ(r.objects_copied, 1u) << "only the Bytes object survived";
+  EXPECT_EQ(r.bytes_copied, sizeof(Bytes) + words * sizeof(uintptr_t));
+  EXPECT_TRUE(ResolvesToNothing(node, 0)) << "the node went with the nursery";
+}
+
+// Moves a new node and two new Bytes (one small, one large) out of the nursery, then writes the node's
+// address into both payloads and drops the node's root: the payloads are all that name it.
+__attribute__((noinline)) HiddenAddress OldNodeNamedOnlyByBytes(Root<Bytes>& small, Root<Bytes>& large) {
+  Root<Node> node(NewNode(88));
+  NewBytesNaming(small, nullptr, 8);
+  NewBytesNaming(large, nullptr, 2048);  // 16 KiB: the large-object space
+  CollectMinor();
+  EXPECT_FALSE(IsInNursery(node.get()) || IsInNursery(small.get()));
+  NewBytesNaming(small, node.get(), 8);  // small again, old again after the next minor collection
+  for (size_t i = 0; i < 256; ++i) std::memcpy(large->mutable_data() + i * 64, small->data(), 64);
+  CollectMinor();
+  const HiddenAddress at(node.get());
+  node.set(nullptr);
+  return at;
+}
+
+TEST_F(GcTest, ABytesPayloadDoesNotKeepAnOldObjectAlive) {
+  Root<Bytes> small;
+  Root<Bytes> large;
+  const HiddenAddress node = OldNodeNamedOnlyByBytes(small, large);
+  ScrubStack();
+  CollectMajor();
+  const CollectionRecord r = LastRecord();
+  EXPECT_EQ(r.kind, CollectionKind::kMajor);
+  ASSERT_EQ(r.pinned_objects, 0u) << "nothing on the stack may pin the node, or the test proves nothing";
+  EXPECT_TRUE(PayloadWordsAre(small, node)) << "the payload was not rewritten: the node was not evacuated";
+  EXPECT_TRUE(PayloadWordsAre(large, node)) << "nor was the large payload";
+  EXPECT_EQ(r.objects_copied, 1u) << "only the small Bytes object was evacuated";
+  EXPECT_TRUE(ResolvesToNothing(node, 0)) << "the node's chunk was freed";
+}
+
 // Every nursery byte is counted once in bytes_allocated, also when a minor collection promotes the
 // chunk the thread is allocating in: that chunk leaves the nursery and another takes its place.
 TEST_F(GcTest, BytesAllocatedCountsEachNurseryByteOnceWhenTheCurrentChunkIsPromoted) {
