@@ -8,6 +8,7 @@
 #include <atomic>
 #include <cstring>
 #include <functional>
+#include <memory>
 #include <vector>
 
 #include "runtime/gc/collector.h"
@@ -60,6 +61,15 @@ TEST_F(GcTest, ObjectReachableOnlyFromALocalSurvivesMinorAndMajorWithoutMoving) 
 __attribute__((noinline)) bool ResolvesTo(uintptr_t word, HiddenAddress object) {
   return HiddenAddress(ResolveAmbiguousWord(word)) == object;
 }
+// Whether the word `offset` bytes into the object at `object` resolves to that object; never leaves
+// the object's address in the caller's frame.
+__attribute__((noinline)) bool ResolvesInside(HiddenAddress object, size_t offset) {
+  return HiddenAddress(ResolveAmbiguousWord(object.get() + offset)) == object;
+}
+__attribute__((noinline)) bool ResolvesToNothing(HiddenAddress object, size_t offset) {
+  return ResolveAmbiguousWord(object.get() + offset) == nullptr;
+}
+
 __attribute__((noinline)) bool IsIntactNode(HiddenAddress node, int64_t value) {
   const auto* n = reinterpret_cast<const Node*>(node.get());
   return n->value == value && n->check == value * 7919 + 13 && !n->HasFlag(kForwarded);
@@ -123,6 +133,46 @@ TEST_F(GcTest, ObjectsReachableOnlyFromPreciseRootsMoveAndRootsAreUpdated) {
   CollectMajor();
   EXPECT_FALSE(AddressOf(root) == in_old) << "a major collection evacuates it again";
   EXPECT_TRUE(HoldsValues(root, 5));
+}
+
+// Moves the object of `from` into `to` and clears `from`: afterwards only the global root holds it.
+__attribute__((noinline)) HiddenAddress MoveIntoGlobalRoot(Root<Node>& from, GlobalRoot& to) {
+  to.Store(from.get());
+  from.set(nullptr);
+  return HiddenAddress(to.Load());
+}
+__attribute__((noinline)) HiddenAddress AddressIn(const GlobalRoot& root) {
+  return HiddenAddress(root.Load());
+}
+__attribute__((noinline)) bool HoldsValues(const GlobalRoot& root, int64_t value) {
+  const auto* n = static_cast<const Node*>(root.Load());
+  return n != nullptr && n->value == value && n->check == value * 7919 + 13 && n->left.Load() != nullptr &&
+         n->left.Load()->value == value + 1 && n->left.Load()->check == (value + 1) * 7919 + 13;
+}
+
+TEST_F(GcTest, ObjectHeldOnlyByAGlobalRootMovesInAMajorCollectionAndTheRootIsUpdated) {
+  // In malloc'd memory, like the store's: a GlobalRoot's word is not masked, so one on the stack would
+  // pin its object as any stack word does.
+  const auto global_root = std::make_unique<GlobalRoot>();
+  GlobalRoot& global = *global_root;
+  HiddenAddress before;
+  {
+    Root<Node> local;
+    (void)FillRoot(local, 21);  // node 21 -> node 22
+    ScrubStack();
+    CollectMinor();  // out of the nursery: a GlobalRoot may not hold a nursery object
+    before = MoveIntoGlobalRoot(local, global);
+  }
+  ASSERT_TRUE(HoldsValues(global, 21));
+  for (int i = 0; i < 2; ++i) {
+    ScrubStack();
+    CollectMajor();
+    const HiddenAddress after = AddressIn(global);
+    EXPECT_FALSE(after == before) << "major collection " << i << " evacuates it and updates the root";
+    EXPECT_TRUE(HoldsValues(global, 21)) << "major collection " << i;
+    EXPECT_TRUE(ResolvesToNothing(before, 0)) << "the chunk it was evacuated from was freed";
+    before = after;
+  }
 }
 
 Node* BuildTree(int64_t first, int64_t count) {
@@ -442,15 +492,6 @@ __attribute__((noinline)) bool HoldsPattern(Root<Bytes>& root, size_t length, ch
     if (root->data()[i] != PatternByte(i, seed)) return false;
   }
   return true;
-}
-
-// Whether the word `offset` bytes into the object at `object` resolves to that object; never leaves
-// the object's address in the caller's frame.
-__attribute__((noinline)) bool ResolvesInside(HiddenAddress object, size_t offset) {
-  return HiddenAddress(ResolveAmbiguousWord(object.get() + offset)) == object;
-}
-__attribute__((noinline)) bool ResolvesToNothing(HiddenAddress object, size_t offset) {
-  return ResolveAmbiguousWord(object.get() + offset) == nullptr;
 }
 
 size_t LargeRunBytes(size_t object_bytes) {
