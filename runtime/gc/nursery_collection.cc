@@ -30,6 +30,13 @@ namespace {
 constexpr size_t kMinHoleBytes = 64;
 constexpr uint16_t kMadeGlobalClears = kWritten | kPossiblyOutdated;
 
+// The ambiguous roots of a minor collection: the mutator's callee-saved registers and its stack from
+// `top` up, as they were when it asked for the collection.
+struct MutatorStack {
+  port::SavedRegisters registers;
+  uintptr_t top;
+};
+
 class NurseryCollector final : public Relocator {
  public:
   NurseryCollector(ThreadContext* self, CollectionKind kind, std::vector<Object*>* new_versioned = nullptr)
@@ -40,9 +47,9 @@ class NurseryCollector final : public Relocator {
 
   Object* Relocate(Object* o) override { return Forward(o); }
 
-  void RunMinor() {
+  void RunMinor(const MutatorStack& stack) {
     self_->heap.RetireRegions();
-    PinFromOwnStack();
+    PinFromOwnStack(stack);
     for (internal::RootNode* n = self_->roots.next; n != &self_->roots; n = n->next)
       n->Set(Forward(n->Get()));
     for (std::atomic<Object*>* slot : self_->heap.remembered()) {
@@ -162,14 +169,13 @@ class NurseryCollector final : public Relocator {
     queue_.Drain([this](Object* o) { Scan(o); });
   }
 
-  // Ambiguous roots of a minor collection: the calling thread's stack below its base and its
-  // callee-saved registers. Only words pointing into this thread's nursery matter.
-  REVKV_NO_SANITIZE_STACK_SCAN void PinFromOwnStack() {
-    port::SavedRegisters regs;
-    port::CaptureCalleeSavedRegisters(&regs);
-    for (uintptr_t w : regs.words) PinWord(w);
-    const uintptr_t sp = port::ApproximateStackPointer() & ~uintptr_t{7};
-    for (uintptr_t a = sp; a < self_->stack_high; a += sizeof(uintptr_t)) {
+  // Ambiguous roots of a minor collection: the calling thread's callee-saved registers and its stack
+  // from the mutator's top to its base, both captured before the collection began. Only words pointing
+  // into this thread's nursery matter.
+  REVKV_NO_SANITIZE_STACK_SCAN void PinFromOwnStack(const MutatorStack& stack) {
+    for (uintptr_t w : stack.registers.words) PinWord(w);
+    const uintptr_t top = stack.top & ~uintptr_t{7};
+    for (uintptr_t a = top; a < self_->stack_high; a += sizeof(uintptr_t)) {
       PinWord(*reinterpret_cast<const uintptr_t*>(a));
     }
   }
@@ -231,13 +237,15 @@ class NurseryCollector final : public Relocator {
 
 }  // namespace
 
-void RunMinorCollection(ThreadContext* self, const char* reason) {
+namespace {
+__attribute__((noinline)) void CollectMinorFrom(ThreadContext* self, const char* reason,
+                                                const MutatorStack& stack) {
   const uint64_t start = port::NowNanos();
   const uint64_t start_wall = WallClockNanos();
   const size_t before = PageSpace::Get().InUseBytes();
   self->in_collection = true;
   NurseryCollector collector(self, CollectionKind::kMinor);
-  collector.RunMinor();
+  collector.RunMinor(stack);
   self->in_collection = false;
   CollectionRecord r{};
   r.kind = CollectionKind::kMinor;
@@ -255,6 +263,18 @@ void RunMinorCollection(ThreadContext* self, const char* reason) {
   r.threads = 1;
   r.reason = reason;
   RecordCollection(r);
+}
+}  // namespace
+
+// The mutator's registers and stack top are captured here, before any frame of the collector exists.
+// Scanning from a point inside the collector instead would also scan the collector's own frames, and
+// the words its earlier work leaves in them (nursery chunk addresses from sorting the chunk list, for
+// one) would pin the objects they point to: the first object of a chunk, every collection.
+__attribute__((noinline)) void RunMinorCollection(ThreadContext* self, const char* reason) {
+  MutatorStack stack;
+  port::CaptureCalleeSavedRegisters(&stack.registers);
+  stack.top = port::ApproximateStackPointer();  // below this frame: the copy of the registers is scanned too
+  CollectMinorFrom(self, reason, stack);        // not inlined: its frames lie below `top`
 }
 
 size_t LocalCollect(std::span<Object*> roots, std::vector<Object*>* new_versioned) {

@@ -710,6 +710,24 @@ TEST_F(GcTest, ABytesPayloadDoesNotKeepAnOldObjectAlive) {
   EXPECT_TRUE(ResolvesToNothing(node, 0)) << "the node's chunk was freed";
 }
 
+// The collector's own frames must not act as ambiguous roots: a minor collection of a nursery that holds
+// only garbage pins nothing and promotes no chunk, wherever the allocation cursor stands.
+TEST_F(GcTest, MinorCollectionOfGarbagePinsNothing) {
+  ScrubStack();
+  CollectMinor();
+  const size_t old_bytes = GetHeapUsage().old_bytes;
+  for (size_t round = 0; round < 40; ++round) {
+    AllocateGarbage((round * 37 % 61 + 1) * (16 << 10) +
+                    round * 48);  // the cursor in a different chunk each time
+    ScrubStack();
+    CollectMinor();
+    const CollectionRecord r = LastRecord();
+    ASSERT_EQ(r.pinned_objects, 0u) << "round " << round;
+    ASSERT_EQ(r.objects_copied, 0u) << "round " << round;
+  }
+  EXPECT_EQ(GetHeapUsage().old_bytes, old_bytes) << "no chunk was promoted in place";
+}
+
 // Every nursery byte is counted once in bytes_allocated, also when a minor collection promotes the
 // chunk the thread is allocating in: that chunk leaves the nursery and another takes its place.
 TEST_F(GcTest, BytesAllocatedCountsEachNurseryByteOnceWhenTheCurrentChunkIsPromoted) {
