@@ -45,7 +45,7 @@ class MajorCollector final : public Relocator {
   MajorCollector(ThreadContext* self, const char* reason) : self_(self), reason_(reason) {}
 
   // Collects; returns what the collection did (recorded by the caller once the collector mutex is
-  // released, so listeners may do anything, even collect).
+  // released, so listeners never run under it; they still run under the listener lock, see gc.h).
   CollectionRecord Run() {
     const uint64_t requested = port::NowNanos();
     const uint64_t start_wall = WallClockNanos();
