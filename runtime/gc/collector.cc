@@ -44,6 +44,11 @@ void RunStoppedWorldHookForTesting() {
   if (g_stopped_world_hook != nullptr) (*g_stopped_world_hook)();
 }
 
+__attribute__((noinline)) void CaptureMutatorStack(MutatorStack* out) {
+  port::CaptureCalleeSavedRegisters(&out->registers);
+  out->top = port::ApproximateStackPointer();  // below this frame: every frame of the caller is above it
+}
+
 std::mutex& CollectorMutex() {
   static std::mutex* mu = new std::mutex();
   return *mu;

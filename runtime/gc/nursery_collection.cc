@@ -30,13 +30,6 @@ namespace {
 constexpr size_t kMinHoleBytes = 64;
 constexpr uint16_t kMadeGlobalClears = kWritten | kPossiblyOutdated;
 
-// The ambiguous roots of a minor collection: the mutator's callee-saved registers and its stack from
-// `top` up, as they were when it asked for the collection.
-struct MutatorStack {
-  port::SavedRegisters registers;
-  uintptr_t top;
-};
-
 class NurseryCollector final : public Relocator {
  public:
   NurseryCollector(ThreadContext* self, CollectionKind kind, std::vector<Object*>* new_versioned = nullptr)
@@ -266,15 +259,11 @@ __attribute__((noinline)) void CollectMinorFrom(ThreadContext* self, const char*
 }
 }  // namespace
 
-// The mutator's registers and stack top are captured here, before any frame of the collector exists.
-// Scanning from a point inside the collector instead would also scan the collector's own frames, and
-// the words its earlier work leaves in them (nursery chunk addresses from sorting the chunk list, for
-// one) would pin the objects they point to: the first object of a chunk, every collection.
-__attribute__((noinline)) void RunMinorCollection(ThreadContext* self, const char* reason) {
+// Captures the mutator's roots before any frame of the collector exists (see MutatorStack).
+void RunMinorCollection(ThreadContext* self, const char* reason) {
   MutatorStack stack;
-  port::CaptureCalleeSavedRegisters(&stack.registers);
-  stack.top = port::ApproximateStackPointer();  // below this frame: the copy of the registers is scanned too
-  CollectMinorFrom(self, reason, stack);        // not inlined: its frames lie below `top`
+  CaptureMutatorStack(&stack);
+  CollectMinorFrom(self, reason, stack);  // not inlined: its frames lie below stack.top
 }
 
 size_t LocalCollect(std::span<Object*> roots, std::vector<Object*>* new_versioned) {
