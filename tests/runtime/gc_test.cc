@@ -983,7 +983,7 @@ TEST_F(GcTest, StatisticsAreReadableWhileCollectionsRun) {
   std::atomic<uint64_t> stops_with_reads{0};
   std::atomic<bool> reader_stalled{false};
   const GcStatistics before = GetGcStatistics(0);
-  const size_t rounds = Scaled(200);
+  const size_t rounds = Scaled(100);
   {
     StoppedWorldHook hook([&] {
       stops.fetch_add(1);
