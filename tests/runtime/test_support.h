@@ -139,6 +139,49 @@ inline HeapOptions SmallHeapOptions(size_t max_heap_bytes = size_t{256} << 20) {
   return o;
 }
 
+// A new node of `value` with `check` derived from it (tests compare both) and the given children.
+// Aborts the test program if the heap is exhausted.
+inline Node* NewNode(int64_t value, Node* left = nullptr, Node* right = nullptr) {
+  absl::StatusOr<Node*> n = New<Node>();
+  if (!n.ok()) {
+    ADD_FAILURE() << n.status();
+    std::abort();
+  }
+  (*n)->value = value;
+  (*n)->check = value * 7919 + 13;
+  (*n)->left.Store(left);
+  (*n)->right.Store(right);
+  return *n;
+}
+
+// Allocates `bytes` of short-lived garbage (whole nodes: bytes / sizeof(Node) of them).
+__attribute__((noinline)) inline void AllocateGarbage(size_t bytes) {
+  const size_t n = bytes / sizeof(Node);
+  for (size_t i = 0; i < n; ++i) (void)New<Node>();
+}
+
+// A Fan of `count` slots held by `root`, slot i pointing to a new node of value i.
+__attribute__((noinline)) inline void FillFanOfNodes(Root<Fan>& root, size_t count) {
+  absl::StatusOr<Fan*> fan = NewWithTail<Fan>(count * sizeof(void*));
+  if (!fan.ok()) {
+    ADD_FAILURE() << fan.status();
+    std::abort();
+  }
+  (*fan)->count = count;
+  for (size_t i = 0; i < count; ++i) (*fan)->slots()[i].Store(NewNode(static_cast<int64_t>(i)));
+  root.set(*fan);
+}
+
+// The record of the latest minor or major collection.
+inline CollectionRecord LastRecord() {
+  const GcStatistics stats = GetGcStatistics(1);
+  if (stats.recent.empty()) {
+    ADD_FAILURE() << "no collection recorded";
+    return CollectionRecord{};
+  }
+  return stats.recent.back();
+}
+
 // Registers the test's main thread with a runtime configured by Options().
 class RuntimeTest : public ::testing::Test {
  protected:
