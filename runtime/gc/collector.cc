@@ -29,13 +29,24 @@ std::function<void()>* g_stopped_world_hook = nullptr;  // collector mutex
 }  // namespace
 
 void SetStoppedWorldHookForTesting(std::function<void()> hook) {
-  std::lock_guard<std::mutex> lock(CollectorMutex());
+  // Waits for the mutex as RunMajorCollection does: a registered thread blocking on it while running
+  // would hold up the stop-the-world of the collection that holds it.
+  std::unique_lock<std::mutex> lock(CollectorMutex(), std::try_to_lock);
+  if (!lock.owns_lock()) {
+    SafeRegion waiting;  // a no-op on an unregistered thread
+    lock.lock();
+  }
   delete g_stopped_world_hook;
   g_stopped_world_hook = hook ? new std::function<void()>(std::move(hook)) : nullptr;
 }
 
 void RunStoppedWorldHookForTesting() {
   if (g_stopped_world_hook != nullptr) (*g_stopped_world_hook)();
+}
+
+__attribute__((noinline)) void CaptureMutatorStack(MutatorStack* out) {
+  port::CaptureCalleeSavedRegisters(&out->registers);
+  out->top = port::ApproximateStackPointer();  // below this frame: every frame of the caller is above it
 }
 
 std::mutex& CollectorMutex() {

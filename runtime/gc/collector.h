@@ -10,6 +10,7 @@
 
 #include "runtime/gc/gc.h"
 #include "runtime/heap/heap.h"
+#include "runtime/port/port.h"
 
 namespace revkv::runtime {
 
@@ -26,6 +27,18 @@ char* AllocateLargeSlow(ThreadContext* self, size_t size);
 // Runs the major collection the page space asked for (poll bit kMajorWanted), unless another thread
 // already is. Called from Poll().
 void RunWantedMajorCollection();
+
+// The ambiguous roots of the thread that runs a collection: its callee-saved registers and the top of
+// its stack, captured when it asks for the collection, before any frame of the collector exists. A scan
+// starting inside the collector would also cover the collector's own frames, and the words its work
+// leaves there (chunk addresses, copies of object pointers) would pin what they point to. The entry
+// points capture these, then collect in a frame of their own below `top` (a function not inlined).
+struct MutatorStack {
+  port::SavedRegisters registers;
+  uintptr_t top;
+};
+// Captures the calling thread's callee-saved registers and a stack top below the caller's frame.
+void CaptureMutatorStack(MutatorStack* out);
 
 // Runs a major collection on behalf of `self` (registered, running, not collecting). If
 // `unless_generation_past` is not kAlwaysCollect and a major collection completed after that generation
@@ -56,7 +69,8 @@ void RecordAllocationFailure();
 uint64_t NextSequence(CollectionKind kind);
 uint64_t WallClockNanos();
 
-// Test hook: called by the major collector while the world is stopped, before it collects.
+// Test hook: called by the major collector while the world is stopped, before it collects. Setting it
+// waits for a running major collection to finish (inside a safe region on a registered thread).
 void SetStoppedWorldHookForTesting(std::function<void()> hook);
 void RunStoppedWorldHookForTesting();
 

@@ -72,8 +72,9 @@ class Root {
 
 // A precise root in the global root table, shared by all threads. It may hold only objects outside any
 // nursery (global objects, or objects promoted by a collection); storing a nursery object aborts.
-// A reference to a revisioned object is collapsed along its chain like any heap reference.
-// Thread-safe.
+// A reference to a revisioned object is collapsed along its chain like any heap reference. Unlike
+// Root<T>, the word is not masked: a GlobalRoot on a thread's stack also pins its object, so long-lived
+// owners keep it in static or malloc'd storage. Thread-safe.
 class GlobalRoot {
  public:
   GlobalRoot();

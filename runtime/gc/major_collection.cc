@@ -44,12 +44,14 @@ class MajorCollector final : public Relocator {
  public:
   MajorCollector(ThreadContext* self, const char* reason) : self_(self), reason_(reason) {}
 
-  // Collects; returns what the collection did (recorded by the caller once the collector mutex is
-  // released, so listeners may do anything, even collect).
-  CollectionRecord Run() {
+  // Collects; `stack` holds the collecting thread's own ambiguous roots (see MutatorStack). Returns what
+  // the collection did (recorded by the caller once the collector mutex is released, so listeners never
+  // run under it; they still run under the listener lock, see gc.h).
+  CollectionRecord Run(const MutatorStack& stack) {
     const uint64_t requested = port::NowNanos();
     const uint64_t start_wall = WallClockNanos();
-    PublishStackAndRegisters(self_);
+    self_->registers = stack.registers;  // the owner's own fields: no other thread reads them now
+    self_->stack_top.store(stack.top, std::memory_order_relaxed);
     ThreadRegistry& registry = ThreadRegistry::Get();
     const uint64_t tts = registry.StopTheWorld(self_);
     internal::g_poll_word.fetch_and(~internal::kMajorWanted, std::memory_order_relaxed);
@@ -389,7 +391,9 @@ std::atomic<uint64_t> g_major_generation{0};  // completed major collections
 
 uint64_t MajorGeneration() { return g_major_generation.load(std::memory_order_acquire); }
 
-void RunMajorCollection(ThreadContext* self, const char* reason, uint64_t unless_generation_past) {
+namespace {
+__attribute__((noinline)) void CollectMajorFrom(ThreadContext* self, const char* reason,
+                                                uint64_t unless_generation_past, const MutatorStack& stack) {
   std::mutex& mu = CollectorMutex();
   if (!mu.try_lock()) {
     // Another thread is collecting: wait for it without holding up its stop-the-world.
@@ -402,10 +406,19 @@ void RunMajorCollection(ThreadContext* self, const char* reason, uint64_t unless
     return;
   }
   MajorCollector collector(self, reason);
-  const CollectionRecord record = collector.Run();
+  const CollectionRecord record = collector.Run(stack);
   g_major_generation.fetch_add(1, std::memory_order_release);
   mu.unlock();
   RecordCollection(record);
+}
+}  // namespace
+
+// Captures the collecting thread's roots before any frame of the collector exists (see MutatorStack).
+// Waiting for the collector mutex in a safe region publishes a deeper stack top; Run puts this one back.
+void RunMajorCollection(ThreadContext* self, const char* reason, uint64_t unless_generation_past) {
+  MutatorStack stack;
+  CaptureMutatorStack(&stack);
+  CollectMajorFrom(self, reason, unless_generation_past, stack);  // not inlined: its frames lie below
 }
 
 }  // namespace revkv::runtime

@@ -40,9 +40,9 @@ class NurseryCollector final : public Relocator {
 
   Object* Relocate(Object* o) override { return Forward(o); }
 
-  void RunMinor() {
+  void RunMinor(const MutatorStack& stack) {
     self_->heap.RetireRegions();
-    PinFromOwnStack();
+    PinFromOwnStack(stack);
     for (internal::RootNode* n = self_->roots.next; n != &self_->roots; n = n->next)
       n->Set(Forward(n->Get()));
     for (std::atomic<Object*>* slot : self_->heap.remembered()) {
@@ -162,14 +162,13 @@ class NurseryCollector final : public Relocator {
     queue_.Drain([this](Object* o) { Scan(o); });
   }
 
-  // Ambiguous roots of a minor collection: the calling thread's stack below its base and its
-  // callee-saved registers. Only words pointing into this thread's nursery matter.
-  REVKV_NO_SANITIZE_STACK_SCAN void PinFromOwnStack() {
-    port::SavedRegisters regs;
-    port::CaptureCalleeSavedRegisters(&regs);
-    for (uintptr_t w : regs.words) PinWord(w);
-    const uintptr_t sp = port::ApproximateStackPointer() & ~uintptr_t{7};
-    for (uintptr_t a = sp; a < self_->stack_high; a += sizeof(uintptr_t)) {
+  // Ambiguous roots of a minor collection: the calling thread's callee-saved registers and its stack
+  // from the mutator's top to its base, both captured before the collection began. Only words pointing
+  // into this thread's nursery matter.
+  REVKV_NO_SANITIZE_STACK_SCAN void PinFromOwnStack(const MutatorStack& stack) {
+    for (uintptr_t w : stack.registers.words) PinWord(w);
+    const uintptr_t top = stack.top & ~uintptr_t{7};
+    for (uintptr_t a = top; a < self_->stack_high; a += sizeof(uintptr_t)) {
       PinWord(*reinterpret_cast<const uintptr_t*>(a));
     }
   }
@@ -231,13 +230,15 @@ class NurseryCollector final : public Relocator {
 
 }  // namespace
 
-void RunMinorCollection(ThreadContext* self, const char* reason) {
+namespace {
+__attribute__((noinline)) void CollectMinorFrom(ThreadContext* self, const char* reason,
+                                                const MutatorStack& stack) {
   const uint64_t start = port::NowNanos();
   const uint64_t start_wall = WallClockNanos();
   const size_t before = PageSpace::Get().InUseBytes();
   self->in_collection = true;
   NurseryCollector collector(self, CollectionKind::kMinor);
-  collector.RunMinor();
+  collector.RunMinor(stack);
   self->in_collection = false;
   CollectionRecord r{};
   r.kind = CollectionKind::kMinor;
@@ -255,6 +256,14 @@ void RunMinorCollection(ThreadContext* self, const char* reason) {
   r.threads = 1;
   r.reason = reason;
   RecordCollection(r);
+}
+}  // namespace
+
+// Captures the mutator's roots before any frame of the collector exists (see MutatorStack).
+void RunMinorCollection(ThreadContext* self, const char* reason) {
+  MutatorStack stack;
+  CaptureMutatorStack(&stack);
+  CollectMinorFrom(self, reason, stack);  // not inlined: its frames lie below stack.top
 }
 
 size_t LocalCollect(std::span<Object*> roots, std::vector<Object*>* new_versioned) {

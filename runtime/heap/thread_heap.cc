@@ -66,7 +66,10 @@ char* ThreadHeap::NextNurseryChunk(size_t size) {
 
 size_t ThreadHeap::NurseryUsedBytes() const {
   if (nursery_chunks_.empty() || nursery_.cursor == nullptr) return 0;
-  return nursery_index_ * kChunkSize + static_cast<size_t>(nursery_.cursor - nursery_chunks_[nursery_index_]);
+  // The bytes used in the cursor's chunk come from the region (its limit is that chunk's end), not from
+  // nursery_chunks_[nursery_index_]: a minor or local collection may have promoted the cursor's chunk in
+  // place and put a replacement in its slot, or removed the slot, before ResetNursery asks.
+  return nursery_index_ * kChunkSize + (kChunkSize - nursery_.Available());
 }
 
 void ThreadHeap::RetireRegions() {

@@ -8,6 +8,7 @@
 #include <algorithm>
 #include <atomic>
 #include <chrono>
+#include <mutex>
 #include <thread>
 #include <vector>
 
@@ -92,6 +93,34 @@ TEST_F(SafepointTest, LeavingASafeRegionDuringACollectionBlocksUntilItEnds) {
   EXPECT_GE(left_at.load(), world_resumed_no_earlier_than.load());
 }
 
+// SetStoppedWorldHookForTesting waits for the collector mutex the way a collection does, in a safe
+// region: a registered thread calling it while another thread's collection holds the mutex and is
+// stopping the world must not block while running (the collector would wait for it forever).
+TEST_F(SafepointTest, SettingTheStoppedWorldHookWhileAnotherThreadCollectsDoesNotDeadlock) {
+  Watchdog watchdog("setting the stopped-world hook during collections", std::chrono::seconds(60));
+  std::atomic<bool> stop{false};
+  std::atomic<uint64_t> collections{0};
+  std::atomic<uint64_t> hook_runs{0};
+  std::thread collector([&] {
+    ThreadRegistration r("collector");
+    while (!stop.load()) {
+      CollectMajor();
+      collections.fetch_add(1);
+    }
+  });
+  while (collections.load() < 1) Poll();
+  const uint64_t target = collections.load() + Scaled(100);
+  while (collections.load() < target) {
+    Poll();
+    SetStoppedWorldHookForTesting([&] { hook_runs.fetch_add(1); });
+    Poll();
+    SetStoppedWorldHookForTesting(nullptr);
+  }
+  stop.store(true);
+  Join(collector);
+  EXPECT_GE(collections.load(), target);
+}
+
 // Spinning threads stop at their next poll. As many spinners as leave a core for the collecting thread:
 // with more runnable threads than cores, a stop waits for the scheduler rather than for a poll.
 TEST_F(SafepointTest, RunningThreadsStopAtPollsQuickly) {
@@ -112,6 +141,22 @@ TEST_F(SafepointTest, RunningThreadsStopAtPollsQuickly) {
   EXPECT_GE(tts.count, 20u);
   EXPECT_LT(tts.Quantile(0.5), 5'000'000u);
 }
+
+// Holds the collector mutex as a major collection does, waiting for it inside a safe region. A test
+// that stops the world itself must hold it: a thread starting a major collection meanwhile would
+// otherwise block on the registry mutex while running, and the two stops would wait for each other.
+class CollectorLock {
+ public:
+  CollectorLock() : lock_(CollectorMutex(), std::try_to_lock) {
+    if (!lock_.owns_lock()) {
+      SafeRegion waiting;
+      lock_.lock();
+    }
+  }
+
+ private:
+  std::unique_lock<std::mutex> lock_;
+};
 
 // A thread that only allocates polls at every nursery chunk switch, so a stop request is answered
 // within one chunk (16 KiB) of allocation, not once per nursery. Measured in allocations rather than
@@ -134,10 +179,13 @@ TEST_F(SafepointTest, AnAllocatingThreadStopsWithinOneNurseryChunk) {
   ThreadRegistry& registry = ThreadRegistry::Get();
   std::vector<uint64_t> during_stop;
   for (int i = 0; i < 41; ++i) {
-    const uint64_t before = allocations.load(std::memory_order_relaxed);
-    registry.StopTheWorld(self);
-    during_stop.push_back(allocations.load(std::memory_order_relaxed) - before);
-    registry.ResumeTheWorld();
+    {
+      CollectorLock no_other_collection;
+      const uint64_t before = allocations.load(std::memory_order_relaxed);
+      registry.StopTheWorld(self);
+      during_stop.push_back(allocations.load(std::memory_order_relaxed) - before);
+      registry.ResumeTheWorld();
+    }
     SafeRegion pause;
     std::this_thread::sleep_for(1ms);
   }

@@ -4,10 +4,13 @@
 
 #include <gtest/gtest.h>
 
+#include <chrono>
+#include <condition_variable>
 #include <cstdint>
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
+#include <mutex>
 #include <optional>
 #include <random>
 #include <string>
@@ -77,11 +80,13 @@ class HiddenAddress {
 };
 
 // Overwrites a stretch of the stack below the caller, so stale copies of pointers left by earlier
-// calls do not pin objects in tests that check what becomes garbage.
-__attribute__((noinline)) inline void ScrubStack() {
-  char buffer[64 * 1024];
-  std::memset(buffer, 0, sizeof(buffer));
-  asm volatile("" : : "r"(buffer) : "memory");  // keeps the stores: the buffer is "used"
+// calls do not pin objects in tests that check what becomes garbage. Not instrumented by the
+// sanitizers: AddressSanitizer would put redzones around the buffer, which the stores leave as they
+// were, and the collector's frames later land on those stale words. Plain word stores, no memset: the
+// sanitizers' memset interceptor would check the (uninstrumented) frame against stale shadow.
+__attribute__((noinline, no_sanitize("address", "thread"))) inline void ScrubStack() {
+  volatile uintptr_t buffer[8 * 1024];  // 64 KiB
+  for (size_t i = 0; i < sizeof(buffer) / sizeof(buffer[0]); ++i) buffer[i] = 0;
 }
 
 // Joins threads from a registered thread: blocking in join is a safe region, so a collection that
@@ -95,12 +100,86 @@ inline void Join(std::thread& t) {
   t.join();
 }
 
+// Aborts the process with a message if it is still alive after `limit`: a deadlock then fails the test
+// at once with its name instead of hanging until the CTest timeout. Stops watching when destroyed.
+class Watchdog {
+ public:
+  Watchdog(const char* what, std::chrono::seconds limit)
+      : thread_([this, what, limit] {
+          std::unique_lock<std::mutex> lock(mu_);
+          if (!cv_.wait_for(lock, limit, [this] { return done_; })) {
+            std::fprintf(stderr, "watchdog: %s did not finish within %lld s (deadlock?)\n", what,
+                         static_cast<long long>(limit.count()));
+            std::abort();
+          }
+        }) {}
+  ~Watchdog() {
+    {
+      std::lock_guard<std::mutex> lock(mu_);
+      done_ = true;
+    }
+    cv_.notify_one();
+    thread_.join();  // the watchdog exits at once: no need for a safe region
+  }
+  Watchdog(const Watchdog&) = delete;
+  Watchdog& operator=(const Watchdog&) = delete;
+
+ private:
+  std::mutex mu_;
+  std::condition_variable cv_;
+  bool done_ = false;   // guarded by mu_
+  std::thread thread_;  // last: starts after the members it uses
+};
+
 inline HeapOptions SmallHeapOptions(size_t max_heap_bytes = size_t{256} << 20) {
   HeapOptions o;
   o.max_heap_bytes = max_heap_bytes;
   o.nursery_bytes = size_t{1} << 20;
   o.min_major_trigger_bytes = size_t{32} << 20;
   return o;
+}
+
+// A new node of `value` with `check` derived from it (tests compare both) and the given children.
+// Aborts the test program if the heap is exhausted.
+inline Node* NewNode(int64_t value, Node* left = nullptr, Node* right = nullptr) {
+  absl::StatusOr<Node*> n = New<Node>();
+  if (!n.ok()) {
+    ADD_FAILURE() << n.status();
+    std::abort();
+  }
+  (*n)->value = value;
+  (*n)->check = value * 7919 + 13;
+  (*n)->left.Store(left);
+  (*n)->right.Store(right);
+  return *n;
+}
+
+// Allocates `bytes` of short-lived garbage (whole nodes: bytes / sizeof(Node) of them).
+__attribute__((noinline)) inline void AllocateGarbage(size_t bytes) {
+  const size_t n = bytes / sizeof(Node);
+  for (size_t i = 0; i < n; ++i) (void)New<Node>();
+}
+
+// A Fan of `count` slots held by `root`, slot i pointing to a new node of value i.
+__attribute__((noinline)) inline void FillFanOfNodes(Root<Fan>& root, size_t count) {
+  absl::StatusOr<Fan*> fan = NewWithTail<Fan>(count * sizeof(void*));
+  if (!fan.ok()) {
+    ADD_FAILURE() << fan.status();
+    std::abort();
+  }
+  (*fan)->count = count;
+  for (size_t i = 0; i < count; ++i) (*fan)->slots()[i].Store(NewNode(static_cast<int64_t>(i)));
+  root.set(*fan);
+}
+
+// The record of the latest minor or major collection.
+inline CollectionRecord LastRecord() {
+  const GcStatistics stats = GetGcStatistics(1);
+  if (stats.recent.empty()) {
+    ADD_FAILURE() << "no collection recorded";
+    return CollectionRecord{};
+  }
+  return stats.recent.back();
 }
 
 // Registers the test's main thread with a runtime configured by Options().
