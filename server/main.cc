@@ -121,14 +121,6 @@ int Main(int argc, char** argv) {
   RegisterServerMetrics(&state, &metrics);
   const int gc_log = runtime::AddCollectionListener(LogCollection);
 
-  RpcServer rpc(&state);
-  if (absl::Status s = rpc.Start(); !s.ok()) {
-    spdlog::error("{}", std::string(s.message()));
-    return 1;
-  }
-  spdlog::info("serving etcd v3 gRPC on {} ({} workers, fsync {})", config.listen, config.workers,
-               FsyncModeName(config.fsync));
-
   std::unique_ptr<HttpServer> ops;
   if (!config.metrics_listen.empty()) {
     HttpServerOptions options;
@@ -144,9 +136,13 @@ int Main(int argc, char** argv) {
                                          "read-only after a disk error: " + std::string(w.message()) + "\n");
     });
     ops->Handle("/debug/gc", [&](const HttpRequest& request) {
+      uint32_t recent = 0;
+      const std::string_view text = request.Query("recent", "64");
+      if (!absl::SimpleAtoi(absl::string_view(text.data(), text.size()), &recent)) {
+        return HttpResponse::Text(400, "recent must be a non-negative integer\n");
+      }
       ::revkv::v1::GetStatsResponse stats;
-      FillStats(&state, static_cast<uint32_t>(std::stoul(std::string(request.Query("recent", "64")))),
-                &stats);
+      FillStats(&state, recent, &stats);
       std::string json;
       google::protobuf::util::JsonPrintOptions print;
       print.add_whitespace = true;
@@ -160,6 +156,15 @@ int Main(int argc, char** argv) {
     }
     spdlog::info("serving /metrics, /healthz and /debug/gc on http://{}", config.metrics_listen);
   }
+  // gRPC last: once its health service answers SERVING, every endpoint of the server is up.
+  RpcServer rpc(&state);
+  if (absl::Status s = rpc.Start(); !s.ok()) {
+    spdlog::error("{}", std::string(s.message()));
+    return 1;
+  }
+  spdlog::info("serving etcd v3 gRPC on {} ({} workers, fsync {})", config.listen, config.workers,
+               FsyncModeName(config.fsync));
+
   (*engine)->StartBackgroundCheckpoints();
 
   int signal_number = 0;

@@ -265,6 +265,9 @@ TEST_F(OpsEndpoint, DebugGcIsJsonWithTheCollectorFigures) {
   const nlohmann::json j2 = nlohmann::json::parse(two.body, nullptr, false);
   ASSERT_FALSE(j2.is_discarded());
   EXPECT_EQ(j2["recent"].size(), 2u);
+
+  EXPECT_EQ(HttpGet(server_.metrics_port(), "/debug/gc?recent=abc").status, 400);
+  EXPECT_EQ(HttpGet(server_.metrics_port(), "/debug/gc?recent=-1").status, 400);
 }
 
 TEST_F(OpsEndpoint, AnUnknownPathIsNotFound) {
