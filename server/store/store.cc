@@ -267,6 +267,8 @@ absl::StatusOr<WriteResult<etcdserverpb::PutResponse>> Store::Put(const etcdserv
 absl::StatusOr<WriteResult<etcdserverpb::DeleteRangeResponse>> Store::DeleteRange(
     const etcdserverpb::DeleteRangeRequest& request) {
   if (absl::Status s = store::CheckDeleteRequest(request); !s.ok()) return s;
+  // etcd checks the size of every request that goes through raft (Put, DeleteRange, Txn).
+  if (request.ByteSizeLong() > options_.max_request_bytes) return errors::RequestTooLarge();
   return Write<etcdserverpb::DeleteRangeRequest, etcdserverpb::DeleteRangeResponse>(request,
                                                                                     kRecordDeleteRange, 0);
 }
