@@ -3,6 +3,7 @@
 
 #include <cstdio>
 #include <cstdlib>
+#include <limits>
 #include <optional>
 
 #include "absl/strings/str_cat.h"
@@ -42,10 +43,13 @@ absl::Status Apply(Applier<Tx>& a, const etcdserverpb::DeleteRangeRequest& r,
   return absl::OkStatus();
 }
 absl::Status Apply(Applier<Tx>& a, const etcdserverpb::TxnRequest& r, etcdserverpb::TxnResponse* out) {
+  // etcd's order: every compare, then checkRequests(checkPut), then checkRequests(checkRange), then the ops.
   std::vector<bool> path;
   a.ComparePath(r, &path);
   size_t at = 0;
   if (absl::Status s = a.CheckTxnPuts(r, path, &at); !s.ok()) return s;
+  at = 0;
+  if (absl::Status s = a.CheckTxnRanges(r, path, &at); !s.ok()) return s;
   at = 0;
   absl::Status s = a.Txn(r, path, &at, out);
   out->mutable_header()->set_revision(a.NowRevision());
@@ -154,29 +158,37 @@ int64_t Store::Revision() const {
   return static_cast<int64_t>((runtime::stm::LastCommittedTime() - time_base_) / 2) + 1;
 }
 
-void Store::UpdateRetention() {
-  const int64_t current = Revision();
-  const int64_t compact = compact_revision_.load(std::memory_order_acquire);
+int64_t Store::WindowStart(int64_t current) {
   // The oldest revision each window keeps; a revision is kept while it is in either window.
-  int64_t keep_from = compact;
   const bool by_count = options_.history_revisions > 0;
   const bool by_time = options_.history_duration.count() > 0;
-  if (by_count || by_time) {
-    int64_t oldest = current;
-    if (by_count) oldest = std::min(oldest, current - options_.history_revisions + 1);
-    if (by_time) {
-      const auto now = std::chrono::steady_clock::now();
-      std::lock_guard<std::mutex> lock(history_mu_);
-      if (history_times_.empty() || history_times_.back().second != current)
-        history_times_.emplace_back(now, current);
-      while (history_times_.size() > 1 && now - history_times_[1].first > options_.history_duration) {
-        history_times_.pop_front();
-      }
-      // The front entry is the newest revision older than the window: still current during it.
-      oldest = std::min(oldest, history_times_.front().second);
-    }
-    keep_from = std::max(keep_from, oldest);
+  if (!by_count && !by_time) return std::numeric_limits<int64_t>::min();
+  int64_t oldest = current;
+  if (by_count) oldest = std::min(oldest, current - options_.history_revisions + 1);
+  if (by_time) {
+    std::lock_guard<std::mutex> lock(history_mu_);
+    // The front entry is the newest revision older than the window: still current during it.
+    if (!history_times_.empty()) oldest = std::min(oldest, history_times_.front().second);
   }
+  return oldest;
+}
+
+int64_t Store::OldestReadableRevision() {
+  return std::max(compact_revision_.load(std::memory_order_acquire), WindowStart(Revision()));
+}
+
+void Store::UpdateRetention() {
+  const int64_t current = Revision();
+  if (options_.history_duration.count() > 0) {
+    const auto now = std::chrono::steady_clock::now();
+    std::lock_guard<std::mutex> lock(history_mu_);
+    if (history_times_.empty() || history_times_.back().second != current)
+      history_times_.emplace_back(now, current);
+    while (history_times_.size() > 1 && now - history_times_[1].first > options_.history_duration) {
+      history_times_.pop_front();
+    }
+  }
+  const int64_t keep_from = std::max(compact_revision_.load(std::memory_order_acquire), WindowStart(current));
   runtime::stm::SetRetainedTime(TimeOf(std::max<int64_t>(1, keep_from)));
 }
 
@@ -202,8 +214,8 @@ absl::StatusOr<etcdserverpb::RangeResponse> Store::Range(const etcdserverpb::Ran
 }
 
 template <class Request, class Response>
-absl::StatusOr<WriteResult<Response>> Store::Write(const Request& request, char kind,
-                                                   int64_t replay_revision) {
+absl::StatusOr<WriteResult<Response>> Store::Write(const Request& request, char kind, int64_t replay_revision,
+                                                   const store::PastRanges* past_ranges) {
   const bool replaying = replay_revision != 0;
   std::string payload;
   std::optional<WalReservation> reservation;
@@ -220,6 +232,8 @@ absl::StatusOr<WriteResult<Response>> Store::Write(const Request& request, char 
     if (!r.ok()) return r.status();
     reservation.emplace(std::move(*r));
   }
+  store::PastRanges replay_ranges;  // a replayed Txn's Ranges at a revision are not read again
+  replay_ranges.replaying = true;
   const RevisionClock clock{time_base_};
   Response response;
   bool changed = false;
@@ -229,6 +243,7 @@ absl::StatusOr<WriteResult<Response>> Store::Write(const Request& request, char 
   absl::Status s = runtime::stm::Atomically([&](Tx& tx) {
     response.Clear();
     Applier<Tx> a(tx, RootRef(), clock);
+    a.set_past_ranges(replaying ? &replay_ranges : past_ranges);
     if (absl::Status st = Apply(a, request, &response); !st.ok()) tx.Fail(st);
     changed = a.changed();
     delta = a.key_delta();
@@ -276,8 +291,10 @@ absl::StatusOr<WriteResult<etcdserverpb::DeleteRangeResponse>> Store::DeleteRang
 absl::StatusOr<WriteResult<etcdserverpb::TxnResponse>> Store::Txn(const etcdserverpb::TxnRequest& request) {
   if (absl::Status s = store::CheckTxnRequest(request, options_.max_txn_ops); !s.ok()) return s;
   if (request.ByteSizeLong() > options_.max_request_bytes) return errors::RequestTooLarge();
+  store::PastRanges past;
+  ReadPastRanges(request, &past);
   if (!store::IsTxnReadOnly(request)) {
-    return Write<etcdserverpb::TxnRequest, etcdserverpb::TxnResponse>(request, kRecordTxn, 0);
+    return Write<etcdserverpb::TxnRequest, etcdserverpb::TxnResponse>(request, kRecordTxn, 0, &past);
   }
   // A Txn that cannot write is a snapshot read: it never aborts and never waits.
   WriteResult<etcdserverpb::TxnResponse> result;
@@ -286,9 +303,13 @@ absl::StatusOr<WriteResult<etcdserverpb::TxnResponse>> Store::Txn(const etcdserv
   absl::Status s = runtime::stm::ReadOnly([&](SnapshotTx& tx) {
     result.response.Clear();
     Applier<SnapshotTx> a(tx, RootRef(), clock);
+    a.set_past_ranges(&past);
     std::vector<bool> path;
     a.ComparePath(request, &path);
     size_t at = 0;
+    failure = a.CheckTxnRanges(request, path, &at);
+    if (!failure.ok()) return;
+    at = 0;
     failure = a.Txn(request, path, &at, &result.response);
     result.revision = static_cast<int64_t>((tx.snapshot_time() - time_base_) / 2) + 1;
   });
@@ -297,6 +318,34 @@ absl::StatusOr<WriteResult<etcdserverpb::TxnResponse>> Store::Txn(const etcdserv
   result.response.mutable_header()->set_revision(result.revision);
   store::PatchRevisions(&result.response, result.revision, result.revision);
   return result;
+}
+
+void Store::ReadPastRanges(const etcdserverpb::TxnRequest& request, store::PastRanges* past) {
+  for (const auto* ops : {&request.success(), &request.failure()}) {
+    for (const etcdserverpb::RequestOp& op : *ops) {
+      if (op.request_case() == etcdserverpb::RequestOp::kRequestTxn) {
+        ReadPastRanges(op.request_txn(), past);
+        continue;
+      }
+      if (op.request_case() != etcdserverpb::RequestOp::kRequestRange) continue;
+      const etcdserverpb::RangeRequest& r = op.request_range();
+      if (r.revision() == 0) continue;
+      store::PastRange item{&r, absl::OkStatus(), std::nullopt};
+      if (r.revision() > 0) {
+        // Exactly a Range at that revision: "future" past the current revision (etcd's checkRange,
+        // rv.Rev()), "compacted" before the oldest readable one (rv.FirstRev()).
+        absl::StatusOr<etcdserverpb::RangeResponse> read = Range(r);
+        if (read.ok()) {
+          item.response = *std::move(read);
+        } else {
+          item.status = read.status();
+        }
+      } else if (r.revision() < OldestReadableRevision()) {
+        item.status = errors::Compacted();  // etcd's checkRange: req.Revision < rv.FirstRev()
+      }
+      past->items.push_back(std::move(item));
+    }
+  }
 }
 
 absl::StatusOr<etcdserverpb::CompactionResponse> Store::Compact(

@@ -46,7 +46,8 @@ namespace revkv::server {
 
 namespace store {
 struct StoreRoot;
-}
+struct PastRanges;
+}  // namespace store
 
 struct StoreOptions {
   int64_t max_txn_ops = 128;
@@ -96,6 +97,8 @@ class Store {
     return std::max<int64_t>(0, compact_revision_.load(std::memory_order_acquire));
   }
   int64_t KeyCount() const { return key_count_.load(std::memory_order_relaxed); }
+  // The oldest revision a read can name: the compaction's, or the start of the history window.
+  int64_t OldestReadableRevision();
   // The runtime time after the commit of `revision`, and back.
   uint64_t TimeOf(int64_t revision) const;
   int64_t RevisionOfCommitTime(uint64_t commit_time) const;
@@ -118,7 +121,12 @@ class Store {
  private:
   Store(const StoreOptions& options, Wal* wal);
   template <class Request, class Response>
-  absl::StatusOr<WriteResult<Response>> Write(const Request& request, char kind, int64_t replay_revision);
+  absl::StatusOr<WriteResult<Response>> Write(const Request& request, char kind, int64_t replay_revision,
+                                              const store::PastRanges* past_ranges = nullptr);
+  // Reads the Ranges of `request` that name a revision, each at its revision (store/apply.h).
+  void ReadPastRanges(const etcdserverpb::TxnRequest& request, store::PastRanges* past);
+  // The oldest revision either history window keeps (before the compaction is applied).
+  int64_t WindowStart(int64_t current);
   void UpdateRetention();
   runtime::stm::Ref<store::StoreRoot> RootRef() const;
 

@@ -210,6 +210,39 @@ TEST_F(StoreTest, RequestsOverTheSizeLimitAreTooLargeAndChangeNothing) {
   EXPECT_EQ(store_->Revision(), 3);
 }
 
+TEST_F(StoreTest, ARangeAtARevisionInsideAWriteTxnReadsThatRevision) {
+  Put("a", "1");  // revision 2
+  Put("a", "2");  // revision 3
+  etcdserverpb::TxnRequest txn;
+  auto* put = txn.add_success()->mutable_request_put();
+  put->set_key("a");
+  put->set_value("3");
+  for (int64_t rev : {2, 3, 0}) {
+    auto* r = txn.add_success()->mutable_request_range();
+    r->set_key("a");
+    r->set_revision(rev);
+  }
+  auto res = store_->Txn(txn);
+  ASSERT_TRUE(res.ok()) << res.status();
+  ASSERT_EQ(res->response.responses_size(), 4);
+  const std::vector<std::string> expected = {"1", "2", "3"};
+  for (int i = 0; i < 3; ++i) {
+    const auto& range = res->response.responses(i + 1).response_range();
+    ASSERT_EQ(range.kvs_size(), 1) << i;
+    EXPECT_EQ(range.kvs(0).value(), expected[static_cast<size_t>(i)]);
+    EXPECT_EQ(range.header().revision(), 4);  // the Txn's revision, as etcd reports it
+  }
+  EXPECT_EQ(res->response.responses(1).response_range().kvs(0).mod_revision(), 2);
+  EXPECT_EQ(res->response.responses(3).response_range().kvs(0).mod_revision(), 4);
+
+  // A future revision fails the whole Txn: its Put is not applied.
+  txn.mutable_success(1)->mutable_request_range()->set_revision(5);
+  auto future = store_->Txn(txn);
+  EXPECT_EQ(future.status().message(), "etcdserver: mvcc: required revision is a future revision");
+  EXPECT_EQ(store_->Revision(), 4);
+  EXPECT_EQ(Get("a").kvs(0).value(), "3");
+}
+
 TEST_F(StoreTest, ARangeOver100kKeysSeesOneStateWhileTwoThreadsWrite) {
   const int n = 100'000;
   // Load in Txns of 100 puts; every value is 10, so the sum is 10 * n in every state.
