@@ -125,6 +125,8 @@ absl::StatusOr<CheckpointStats> Engine::Checkpoint() {
     runtime::SafeRegion waiting;
     lock.lock();
   }
+  // After a disk error the store is read-only: nothing more is written to that disk.
+  if (wal_->failed()) return wal_->failed_status();
   const auto start = std::chrono::steady_clock::now();
   const int64_t revision = store_->Revision();
   std::unique_ptr<CheckpointWriter> writer;

@@ -154,8 +154,21 @@ int64_t Store::RevisionOfCommitTime(uint64_t commit_time) const {
   return RevisionClock{time_base_}.RevisionOfCommitTime(commit_time);
 }
 
-int64_t Store::Revision() const {
+int64_t Store::CommittedRevision() const {
   return static_cast<int64_t>((runtime::stm::LastCommittedTime() - time_base_) / 2) + 1;
+}
+
+int64_t Store::ReadCap() const {
+  // failed() is a seq_cst load, and the durable revision never moves once the log has failed (the
+  // flusher advances it only before it fails), so this reads its final value.
+  if (wal_ == nullptr || !wal_->failed()) return 0;
+  return wal_->durable_revision();
+}
+
+int64_t Store::Revision() const {
+  const int64_t committed = CommittedRevision();
+  const int64_t cap = ReadCap();
+  return cap > 0 ? std::min(committed, cap) : committed;
 }
 
 int64_t Store::WindowStart(int64_t current) {
@@ -178,7 +191,7 @@ int64_t Store::OldestReadableRevision() {
 }
 
 void Store::UpdateRetention() {
-  const int64_t current = Revision();
+  const int64_t current = CommittedRevision();
   if (options_.history_duration.count() > 0) {
     const auto now = std::chrono::steady_clock::now();
     std::lock_guard<std::mutex> lock(history_mu_);
@@ -188,22 +201,28 @@ void Store::UpdateRetention() {
       history_times_.pop_front();
     }
   }
-  const int64_t keep_from = std::max(compact_revision_.load(std::memory_order_acquire), WindowStart(current));
+  int64_t keep_from = std::max(compact_revision_.load(std::memory_order_acquire), WindowStart(current));
+  // If the log fails, reads are capped at its durable revision (ReadCap): keep that one readable. It
+  // trails the newest revision by the records not yet durable, one group commit's worth.
+  if (wal_ != nullptr) keep_from = std::min(keep_from, wal_->durable_revision());
   runtime::stm::SetRetainedTime(TimeOf(std::max<int64_t>(1, keep_from)));
 }
 
 absl::StatusOr<etcdserverpb::RangeResponse> Store::Range(const etcdserverpb::RangeRequest& request) {
   if (absl::Status s = store::CheckRangeRequest(request); !s.ok()) return s;
-  const int64_t current = Revision();
+  const int64_t committed = CommittedRevision();
+  const int64_t cap = ReadCap();
+  const int64_t current = cap > 0 ? std::min(committed, cap) : committed;
   const int64_t rev = request.revision();
   if (rev > current) return errors::FutureRevision();
   if (rev > 0 && rev < CompactRevision()) return errors::Compacted();
+  // Once the log has failed, "the newest state" is the state at the cap.
+  const int64_t at = rev > 0 ? rev : (cap > 0 ? current : 0);
   etcdserverpb::RangeResponse out;
   const RevisionClock clock{time_base_};
-  absl::Status s = runtime::stm::ReadOnlyAt(rev > 0 ? TimeOf(rev) : 0, [&](SnapshotTx& tx) {
+  absl::Status s = runtime::stm::ReadOnlyAt(at > 0 ? TimeOf(at) : 0, [&](SnapshotTx& tx) {
     out.Clear();
-    const int64_t header =
-        rev > 0 ? current : static_cast<int64_t>((tx.snapshot_time() - time_base_) / 2) + 1;
+    const int64_t header = at > 0 ? current : static_cast<int64_t>((tx.snapshot_time() - time_base_) / 2) + 1;
     Applier<SnapshotTx> a(tx, RootRef(), clock);
     a.Range(request, header, &out);
   });
@@ -229,7 +248,7 @@ absl::StatusOr<WriteResult<Response>> Store::Write(const Request& request, char 
       runtime::SafeRegion waiting;
       return wal_->Reserve(payload);
     }();
-    if (!r.ok()) return r.status();
+    if (!r.ok()) return wal_->failed() ? errors::LogFailure(r.status()) : r.status();
     reservation.emplace(std::move(*r));
   }
   store::PastRanges replay_ranges;  // a replayed Txn's Ranges at a revision are not read again
@@ -296,11 +315,14 @@ absl::StatusOr<WriteResult<etcdserverpb::TxnResponse>> Store::Txn(const etcdserv
   if (!store::IsTxnReadOnly(request)) {
     return Write<etcdserverpb::TxnRequest, etcdserverpb::TxnResponse>(request, kRecordTxn, 0, &past);
   }
-  // A Txn that cannot write is a snapshot read: it never aborts and never waits.
+  // A Txn that cannot write is a snapshot read: it never aborts and never waits. Once the log has
+  // failed it reads the state at the cap, as Range does.
   WriteResult<etcdserverpb::TxnResponse> result;
   const RevisionClock clock{time_base_};
+  const int64_t cap = ReadCap();
+  const uint64_t read_time = cap > 0 ? TimeOf(std::min(CommittedRevision(), cap)) : 0;
   absl::Status failure;
-  absl::Status s = runtime::stm::ReadOnly([&](SnapshotTx& tx) {
+  absl::Status s = runtime::stm::ReadOnlyAt(read_time, [&](SnapshotTx& tx) {
     result.response.Clear();
     Applier<SnapshotTx> a(tx, RootRef(), clock);
     a.set_past_ranges(&past);
@@ -366,11 +388,22 @@ absl::StatusOr<etcdserverpb::CompactionResponse> Store::Compact(
 
 // ----- durability -----------------------------------------------------------------------------------------
 
+absl::Status Store::WaitDurable(uint64_t lsn) {
+  if (lsn == 0 || wal_ == nullptr) return absl::OkStatus();
+  absl::Status s;
+  {
+    runtime::SafeRegion waiting;  // the flusher may take a while; a collection must not wait for it
+    s = wal_->WaitDurable(lsn);
+  }
+  return errors::LogFailure(s);
+}
+
 absl::Status Store::ForEachAt(int64_t revision, const std::function<void(const StoredKeyValue&)>& visit,
                               int64_t* snapshot_revision) {
   const int64_t current = Revision();
   if (revision > current) return errors::FutureRevision();
   if (revision > 0 && revision < CompactRevision()) return errors::Compacted();
+  if (revision <= 0 && ReadCap() > 0) revision = current;  // the newest state readers see
   const RevisionClock clock{time_base_};
   absl::Status s = runtime::stm::ReadOnlyAt(revision > 0 ? TimeOf(revision) : 0, [&](SnapshotTx& tx) {
     if (snapshot_revision != nullptr)
