@@ -162,6 +162,240 @@ TEST(EngineTest, AcknowledgedWritesSurviveSigkillAtRandomMoments) {
   fs::remove_all(dir);
 }
 
+// The scenario a checkpoint ahead of the durable log loses acknowledged writes in: the checkpoint at R
+// is written while records up to R are still in the log buffer (here: the log's disk stalls), the process
+// crashes, the restart continues the log at R + 1, and later checkpoint R is found corrupt. The fallback
+// to the previous checkpoint must then find the log whole. A checkpoint therefore becomes valid only once
+// the log is synced through its revision.
+TEST(EngineTest, ACheckpointNeverRunsAheadOfTheDurableLog) {
+  const std::string dir = TempDir("ahead");
+  ASSERT_CHILD_PASSES([&] {
+    FaultInjectingFileSystem faulty(DefaultFileSystem());
+    EngineOptions o = Options(dir);
+    o.file_system = &faulty;
+    auto engine = Engine::Open(o, nullptr);
+    CHILD_CHECK(engine.ok(), "%s", engine.status().ToString().c_str());
+    Store& store = (*engine)->store();
+    absl::Status s = WriteSteps(store, 1, 20);
+    CHILD_CHECK(s.ok(), "%s", s.ToString().c_str());
+    auto first = (*engine)->Checkpoint();
+    CHILD_CHECK(first.ok() && first->revision == 21, "first checkpoint");
+    // The log's disk stalls: steps 21..30 commit, their records stay in the log buffer.
+    faulty.PauseWrites(dir + "/wal/");
+    for (int64_t i = 21; i <= 30; ++i) CHILD_CHECK(store.Txn(StepTxn(i)).ok(), "step %d", int(i));
+    // A checkpoint of revision 31, then a crash as soon as it is complete.
+    std::thread checkpointer([&] {
+      runtime::ThreadRegistration r("checkpointer");
+      auto c = (*engine)->Checkpoint();
+      std::fflush(stdout);
+      _exit(c.ok() && c->revision == 31 ? 0 : 7);
+    });
+    runtime::SafeRegion waiting;
+    std::this_thread::sleep_for(std::chrono::milliseconds(300));
+    faulty.ResumeWrites();  // the disk recovers; the crash comes with the checkpoint
+    checkpointer.join();
+    return 8;  // not reached
+  });
+  ASSERT_CHILD_PASSES([&] {
+    RecoveryReport report;
+    auto engine = Engine::Open(Options(dir), &report);
+    CHILD_CHECK(engine.ok(), "%s", engine.status().ToString().c_str());
+    CHILD_CHECK(report.checkpoint.loaded && report.checkpoint.loaded->revision == 31, "%s",
+                report.checkpoint.ToString().c_str());
+    // Steps 31..40 are acknowledged.
+    absl::Status s = WriteSteps((*engine)->store(), 31, 40);
+    CHILD_CHECK(s.ok(), "%s", s.ToString().c_str());
+    return 0;
+  });
+  FlipByteInTheMiddle(CheckpointPath(dir, 31));
+  ASSERT_CHILD_PASSES([&] {
+    RecoveryReport report;
+    auto engine = Engine::Open(Options(dir), &report);
+    CHILD_CHECK(engine.ok(), "%s", engine.status().ToString().c_str());
+    CHILD_CHECK(report.checkpoint.loaded && report.checkpoint.loaded->revision == 21 &&
+                    report.checkpoint.skipped.size() == 1,
+                "%s", report.checkpoint.ToString().c_str());
+    int64_t steps = 0;
+    const std::string problem = CheckSteps((*engine)->store(), 40, &steps);
+    CHILD_CHECK(problem.empty(), "%s; %s", problem.c_str(), report.wal.ToString().c_str());
+    CHILD_CHECK(steps == 40, "steps %lld", static_cast<long long>(steps));
+    return 0;
+  });
+  fs::remove_all(dir);
+}
+
+TEST(EngineTest, ACorruptNewestCheckpointFallsBackToThePreviousOneAndTheLog) {
+  const std::string dir = TempDir("fallback");
+  EngineOptions o = Options(dir);
+  o.wal_segment_bytes = 4 << 10;  // a few dozen steps per segment: old segments are removed
+  int64_t segments_after_crash = 0;
+  ASSERT_CHILD_PASSES([&] {
+    auto engine = Engine::Open(o, nullptr);
+    CHILD_CHECK(engine.ok(), "%s", engine.status().ToString().c_str());
+    Store& store = (*engine)->store();
+    absl::Status s = WriteSteps(store, 1, 100);
+    CHILD_CHECK(s.ok(), "%s", s.ToString().c_str());
+    CHILD_CHECK((*engine)->Checkpoint().ok(), "checkpoint at 101");
+    s = WriteSteps(store, 101, 200);
+    CHILD_CHECK(s.ok(), "%s", s.ToString().c_str());
+    CHILD_CHECK((*engine)->Checkpoint().ok(), "checkpoint at 201");
+    s = WriteSteps(store, 201, 300);
+    CHILD_CHECK(s.ok(), "%s", s.ToString().c_str());
+    std::fflush(stdout);
+    _exit(0);  // a crash right after step 300 was acknowledged
+  });
+  const std::vector<int64_t> segments = SegmentFirstRevisions(dir + "/wal");
+  segments_after_crash = static_cast<int64_t>(segments.size());
+  ASSERT_LE(segments.front(), 102) << "the log must reach back to the older checkpoint";
+  ASSERT_GT(segments.front(), 2) << "segments before the older checkpoint should have been removed";
+  FlipByteInTheMiddle(CheckpointPath(dir, 201));
+  ASSERT_CHILD_PASSES([&] {
+    RecoveryReport report;
+    auto engine = Engine::Open(o, &report);
+    CHILD_CHECK(engine.ok(), "%s", engine.status().ToString().c_str());
+    CHILD_CHECK(report.checkpoint.loaded && report.checkpoint.loaded->revision == 101, "%s",
+                report.checkpoint.ToString().c_str());
+    CHILD_CHECK(report.checkpoint.skipped.size() == 1 &&
+                    report.checkpoint.skipped[0].path == CheckpointPath(dir, 201) &&
+                    fs::exists(report.checkpoint.skipped[0].renamed_to),
+                "%s", report.checkpoint.ToString().c_str());
+    CHILD_CHECK(report.wal.records_replayed == 200, "%s", report.wal.ToString().c_str());
+    CHILD_CHECK(!report.wal.corruption.has_value(), "%s", report.wal.ToString().c_str());
+    int64_t steps = 0;
+    const std::string problem = CheckSteps((*engine)->store(), 300, &steps);
+    CHILD_CHECK(problem.empty(), "%s", problem.c_str());
+    CHILD_CHECK(steps == 300, "steps %lld", static_cast<long long>(steps));
+    return 0;
+  });
+  std::printf("%lld segments; fell back to the checkpoint at 101 and replayed 200 records\n",
+              static_cast<long long>(segments_after_crash));
+  fs::remove_all(dir);
+}
+
+TEST(EngineTest, ACorruptOnlyCheckpointFallsBackToTheWholeLog) {
+  // With checkpoint_keep = 2, the first checkpoint has no previous one to fall back to but the log
+  // from its start, so it must not remove any segment.
+  const std::string dir = TempDir("only");
+  EngineOptions o = Options(dir);
+  o.wal_segment_bytes = 4 << 10;
+  ASSERT_CHILD_PASSES([&] {
+    auto engine = Engine::Open(o, nullptr);
+    CHILD_CHECK(engine.ok(), "%s", engine.status().ToString().c_str());
+    absl::Status s = WriteSteps((*engine)->store(), 1, 150);
+    CHILD_CHECK(s.ok(), "%s", s.ToString().c_str());
+    CHILD_CHECK((*engine)->Checkpoint().ok(), "checkpoint at 151");
+    s = WriteSteps((*engine)->store(), 151, 160);
+    CHILD_CHECK(s.ok(), "%s", s.ToString().c_str());
+    return 0;
+  });
+  ASSERT_EQ(SegmentFirstRevisions(dir + "/wal").front(), 2);
+  FlipByteInTheMiddle(CheckpointPath(dir, 151));
+  ASSERT_CHILD_PASSES([&] {
+    RecoveryReport report;
+    auto engine = Engine::Open(o, &report);
+    CHILD_CHECK(engine.ok(), "%s", engine.status().ToString().c_str());
+    CHILD_CHECK(!report.checkpoint.loaded && report.checkpoint.skipped.size() == 1, "%s",
+                report.checkpoint.ToString().c_str());
+    int64_t steps = 0;
+    const std::string problem = CheckSteps((*engine)->store(), 160, &steps);
+    CHILD_CHECK(problem.empty(), "%s", problem.c_str());
+    return 0;
+  });
+  fs::remove_all(dir);
+}
+
+// Two writers commit while checkpoints are taken. Each checkpoint holds exactly the state of one
+// revision (compared key by key, with revisions and versions, against the store's history), each
+// writer's Txns in it are whole, and the second checkpoint removes the log segments the first one
+// covers (checkpoint_keep = 2), while the log still reaches back to the first.
+TEST(EngineTest, ACheckpointWhileTwoWritersCommitHoldsOneRevisionAndRemovesOldSegments) {
+  const std::string dir = TempDir("ckpt-writers");
+  ASSERT_CHILD_PASSES([&] {
+    EngineOptions o = Options(dir);
+    o.fsync_mode = FsyncMode::kNone;  // the checkpoint syncs the log itself
+    o.wal_segment_bytes = 16 << 10;
+    o.store.history_revisions = 0;  // every revision stays readable, to compare with
+    auto engine = Engine::Open(o, nullptr);
+    CHILD_CHECK(engine.ok(), "%s", engine.status().ToString().c_str());
+    Store& store = (*engine)->store();
+    // 30,000 keys first, so a checkpoint takes a while; about 40 segments.
+    for (int base = 0; base < 30000; base += 100) {
+      etcdserverpb::TxnRequest t;
+      for (int i = base; i < base + 100; ++i) {
+        *t.add_success()->mutable_request_put() = PutRequest("pre/" + std::to_string(i), "v");
+      }
+      CHILD_CHECK(store.Txn(t).ok(), "preload");
+    }
+    std::atomic<bool> stop{false};
+    std::atomic<int> failures{0};
+    std::vector<std::thread> writers;
+    for (int t = 0; t < 2; ++t) {
+      writers.emplace_back([&, t] {
+        runtime::ThreadRegistration r("writer");
+        const std::string prefix = "w" + std::to_string(t) + "/";
+        for (int64_t i = 1; !stop.load(); ++i) {
+          if (!store.Txn(StepTxn(i, prefix)).ok()) failures.fetch_add(1);
+        }
+      });
+    }
+    auto check_checkpoint = [&](const CheckpointStats& c) -> int {
+      std::map<std::string, std::string> in_file;
+      auto loaded =
+          LoadNewestValidCheckpoint(DefaultFileSystem(), dir + "/checkpoints", [&](const CheckpointEntry& e) {
+            in_file[std::string(e.key)] = std::string(e.value) + "@" + std::to_string(e.mod_revision);
+            return absl::OkStatus();
+          });
+      CHILD_CHECK(loaded.ok() && loaded->loaded && loaded->loaded->revision == c.revision, "%s",
+                  loaded.ok() ? loaded->ToString().c_str() : loaded.status().ToString().c_str());
+      CHILD_READ(at, Everything(store, c.revision));
+      CHILD_CHECK(in_file == at, "checkpoint %lld: %zu keys, the store had %zu at that revision",
+                  static_cast<long long>(c.revision), in_file.size(), at.size());
+      for (const std::string prefix : {"w0/", "w1/"}) {
+        int64_t steps = 0;
+        const std::string problem = CheckStepsIn(in_file, prefix, false, &steps);
+        CHILD_CHECK(problem.empty(), "%s%s", prefix.c_str(), problem.c_str());
+      }
+      CHILD_CHECK(store.Revision() > c.revision, "the writers stopped during the checkpoint");
+      return 0;
+    };
+    std::this_thread::sleep_for(std::chrono::milliseconds(30));
+    auto first = (*engine)->Checkpoint();
+    CHILD_CHECK(first.ok(), "%s", first.status().ToString().c_str());
+    if (int rc = check_checkpoint(*first); rc != 0) return rc;
+    const std::vector<int64_t> before = SegmentFirstRevisions(dir + "/wal");
+    CHILD_CHECK(before.front() == 2, "the only checkpoint removed segments");
+    std::this_thread::sleep_for(std::chrono::milliseconds(30));
+    auto second = (*engine)->Checkpoint();
+    CHILD_CHECK(second.ok(), "%s", second.status().ToString().c_str());
+    if (int rc = check_checkpoint(*second); rc != 0) return rc;
+    stop.store(true);
+    {
+      runtime::SafeRegion waiting;
+      for (auto& w : writers) w.join();
+    }
+    CHILD_CHECK(failures.load() == 0, "%d writes failed", failures.load());
+    // The segments wholly before the first checkpoint are gone; the one holding the revision
+    // after it is still there.
+    std::vector<std::string> doomed;
+    for (size_t i = 0; i + 1 < before.size(); ++i) {
+      if (before[i + 1] - 1 <= first->revision) {
+        doomed.push_back(dir + "/wal/" + NumberedFileName("wal-", before[i], ".log"));
+      }
+    }
+    CHILD_CHECK(doomed.size() >= 10, "only %zu segments before the first checkpoint", doomed.size());
+    for (const std::string& path : doomed) CHILD_CHECK(!fs::exists(path), "%s is still there", path.c_str());
+    const std::vector<int64_t> after = SegmentFirstRevisions(dir + "/wal");
+    CHILD_CHECK(after.front() <= first->revision + 1 && after.size() >= 2,
+                "the log no longer reaches back to the first checkpoint");
+    std::printf("checkpoints at %lld (%llu entries) and %lld (%llu entries); %zu segments removed\n",
+                static_cast<long long>(first->revision), static_cast<unsigned long long>(first->entries),
+                static_cast<long long>(second->revision), static_cast<unsigned long long>(second->entries),
+                doomed.size());
+    return 0;
+  });
+  fs::remove_all(dir);
+}
+
 TEST(EngineTest, ConcurrentWritersAgreeWithTheRecoveredLogAtEveryRevision) {
   const std::string dir = TempDir("concurrent");
   const uint64_t seed = Seed();
