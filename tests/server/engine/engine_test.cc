@@ -314,34 +314,92 @@ TEST(EngineTest, ACheckpointWhileTwoWritersCommitHoldsOneRevisionAndRemovesOldSe
   fs::remove_all(dir);
 }
 
+// One write of the concurrency test and what it must have done at its revision.
+struct LoggedWrite {
+  char kind;                      // 'T': a Txn that put `keys`; 'D': a delete of [begin, end)
+  int64_t revision;               // the revision its WriteResult reported
+  std::string value;              // 'T': the value of every key
+  std::vector<std::string> keys;  // 'T'
+  std::string begin, end;         // 'D'
+  int64_t deleted = 0;            // 'D'
+};
+
+std::string Key(uint64_t n) {
+  char buf[8];
+  std::snprintf(buf, sizeof(buf), "k%02u", static_cast<unsigned>(n % 20));
+  return buf;
+}
+
+// Four threads of random multi-key Txns (compare, then puts of 1-3 keys, or a range delete) and range
+// deletes. After a restart, the recovered store must agree with the live one at every revision, every
+// revision must belong to exactly one write, and each write's effect must be visible at the revision it
+// was told: its puts at that revision with that mod_revision, its deleted keys present just before and
+// gone at it.
 TEST(EngineTest, ConcurrentWritersAgreeWithTheRecoveredLogAtEveryRevision) {
   const std::string dir = TempDir("concurrent");
   const uint64_t seed = Seed();
   const int per_thread = static_cast<int>(1500 * Scale()) + 50;
+  EngineOptions o = Options(dir);
+  o.store.history_revisions = 0;  // every revision stays readable: a compacted one would read as empty
   ASSERT_CHILD_PASSES([&] {
-    auto engine = Engine::Open(Options(dir), nullptr);
+    auto engine = Engine::Open(o, nullptr);
     CHILD_CHECK(engine.ok(), "%s", engine.status().ToString().c_str());
     Store& store = (*engine)->store();
     std::vector<std::thread> threads;
     std::atomic<int> failures{0};
+    std::mutex log_mu;
+    std::vector<LoggedWrite> log;
     for (int t = 0; t < 4; ++t) {
       threads.emplace_back([&, t] {
         runtime::ThreadRegistration r("writer");
         std::mt19937_64 rng(seed + static_cast<uint64_t>(t));
         for (int i = 0; i < per_thread; ++i) {
-          const std::string k = "k" + std::to_string(rng() % 20);
-          etcdserverpb::TxnRequest txn;
-          auto* c = txn.add_compare();
-          c->set_key(k);
-          c->set_target(etcdserverpb::Compare::VERSION);
-          c->set_result(etcdserverpb::Compare::LESS);
-          c->set_version(static_cast<int64_t>(rng() % 40));
-          *txn.add_success()->mutable_request_put() =
-              PutRequest(k, std::to_string(t) + ":" + std::to_string(i));
-          auto* del = txn.add_failure()->mutable_request_delete_range();
-          del->set_key(k);
-          auto w = store.Txn(txn);
-          if (!w.ok() || !(*engine)->wal().WaitDurable(w->lsn).ok()) failures.fetch_add(1);
+          const std::string value = std::to_string(t) + ":" + std::to_string(i);
+          std::string lo = Key(rng());
+          std::string hi = Key(rng());
+          if (hi < lo) std::swap(lo, hi);
+          hi += "~";  // [lo, hi~): lo..hi inclusive
+          LoggedWrite lw;
+          if (rng() % 4 == 0) {
+            etcdserverpb::DeleteRangeRequest d;
+            d.set_key(lo);
+            d.set_range_end(hi);
+            auto w = store.DeleteRange(d);
+            if (!w.ok() || !store.WaitDurable(w->lsn).ok()) {
+              failures.fetch_add(1);
+              continue;
+            }
+            if (w->lsn == 0) continue;  // deleted nothing: no revision
+            lw = LoggedWrite{'D', w->revision, "", {}, lo, hi, w->response.deleted()};
+          } else {
+            etcdserverpb::TxnRequest txn;
+            auto* c = txn.add_compare();
+            c->set_key(Key(rng()));
+            c->set_target(etcdserverpb::Compare::VERSION);
+            c->set_result(etcdserverpb::Compare::LESS);
+            c->set_version(static_cast<int64_t>(rng() % 40));
+            std::set<std::string> keys;
+            for (uint64_t n = 1 + rng() % 3; keys.size() < n;) keys.insert(Key(rng()));
+            for (const std::string& k : keys)
+              *txn.add_success()->mutable_request_put() = PutRequest(k, value);
+            auto* del = txn.add_failure()->mutable_request_delete_range();
+            del->set_key(lo);
+            del->set_range_end(hi);
+            auto w = store.Txn(txn);
+            if (!w.ok() || !store.WaitDurable(w->lsn).ok()) {
+              failures.fetch_add(1);
+              continue;
+            }
+            if (w->lsn == 0) continue;  // the failure branch deleted nothing
+            if (w->response.succeeded()) {
+              lw = LoggedWrite{'T', w->revision, value, {keys.begin(), keys.end()}, "", "", 0};
+            } else {
+              const int64_t n = w->response.responses(0).response_delete_range().deleted();
+              lw = LoggedWrite{'D', w->revision, "", {}, lo, hi, n};
+            }
+          }
+          std::lock_guard<std::mutex> lock(log_mu);
+          log.push_back(std::move(lw));
         }
       });
     }
@@ -350,17 +408,28 @@ TEST(EngineTest, ConcurrentWritersAgreeWithTheRecoveredLogAtEveryRevision) {
       for (auto& th : threads) th.join();
     }
     CHILD_CHECK(failures.load() == 0, "%d writes failed", failures.load());
-    // Every revision's state, from the live store's history.
+    // Every revision's state, from the live store's history; then every write.
     std::ofstream out(dir + "/states.txt");
     out << store.Revision() << "\n";
     for (int64_t rev = 1; rev <= store.Revision(); ++rev) {
       CHILD_READ(state, Everything(store, rev));
       for (const auto& [k, v] : state) out << rev << " " << k << " " << v << "\n";
     }
+    std::ofstream writes(dir + "/writes.txt");
+    for (const LoggedWrite& lw : log) {
+      writes << lw.kind << " " << lw.revision << " ";
+      if (lw.kind == 'T') {
+        writes << lw.value << " " << lw.keys.size();
+        for (const std::string& k : lw.keys) writes << " " << k;
+      } else {
+        writes << lw.begin << " " << lw.end << " " << lw.deleted;
+      }
+      writes << "\n";
+    }
     return 0;
   });
   ASSERT_CHILD_PASSES([&] {
-    auto engine = Engine::Open(Options(dir), nullptr);
+    auto engine = Engine::Open(o, nullptr);
     CHILD_CHECK(engine.ok(), "%s", engine.status().ToString().c_str());
     Store& store = (*engine)->store();
     std::ifstream in(dir + "/states.txt");
@@ -372,11 +441,59 @@ TEST(EngineTest, ConcurrentWritersAgreeWithTheRecoveredLogAtEveryRevision) {
     int64_t rev;
     std::string k, v;
     while (in >> rev >> k >> v) expected[rev][k] = v;
+    std::vector<std::map<std::string, std::string>> replayed(static_cast<size_t>(last) + 1);
     for (int64_t r = 1; r <= last; ++r) {
       CHILD_READ(state, Everything(store, r));
       CHILD_CHECK(state == expected[r], "state at revision %lld differs after replay",
                   static_cast<long long>(r));
+      replayed[static_cast<size_t>(r)] = state;
     }
+    // Each write against the replayed state at the revision it was given.
+    std::ifstream writes(dir + "/writes.txt");
+    std::set<int64_t> owned;
+    std::string line;
+    size_t count = 0;
+    while (std::getline(writes, line)) {
+      ++count;
+      std::istringstream w(line);
+      char kind;
+      int64_t r;
+      w >> kind >> r;
+      CHILD_CHECK(r >= 2 && r <= last, "write at revision %lld", static_cast<long long>(r));
+      CHILD_CHECK(owned.insert(r).second, "two writes were given revision %lld", static_cast<long long>(r));
+      const auto& at = replayed[static_cast<size_t>(r)];
+      const auto& before = replayed[static_cast<size_t>(r - 1)];
+      if (kind == 'T') {
+        std::string value;
+        size_t n;
+        w >> value >> n;
+        for (size_t i = 0; i < n; ++i) {
+          std::string key;
+          w >> key;
+          auto it = at.find(key);
+          CHILD_CHECK(it != at.end() && it->second == value + "@" + std::to_string(r),
+                      "Txn at %lld put %s=%s but the log replays %s", static_cast<long long>(r), key.c_str(),
+                      value.c_str(), it == at.end() ? "nothing" : it->second.c_str());
+        }
+      } else {
+        std::string begin, end;
+        int64_t deleted;
+        w >> begin >> end >> deleted;
+        int64_t present_before = 0;
+        for (auto it = before.lower_bound(begin); it != before.end() && it->first < end; ++it)
+          ++present_before;
+        auto first_after = at.lower_bound(begin);
+        CHILD_CHECK(present_before == deleted && deleted > 0 &&
+                        (first_after == at.end() || first_after->first >= end),
+                    "delete [%s, %s) at %lld reported %lld deleted; %lld were there before", begin.c_str(),
+                    end.c_str(), static_cast<long long>(r), static_cast<long long>(deleted),
+                    static_cast<long long>(present_before));
+      }
+    }
+    CHILD_CHECK(static_cast<int64_t>(owned.size()) == last - 1,
+                "%zu writes own %zu of the %lld revisions after the first", count, owned.size(),
+                static_cast<long long>(last - 1));
+    std::printf("%zu writes checked against %lld replayed revisions\n", count, static_cast<long long>(last));
     return 0;
   });
   fs::remove_all(dir);
