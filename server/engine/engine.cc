@@ -125,6 +125,8 @@ absl::StatusOr<CheckpointStats> Engine::Checkpoint() {
     runtime::SafeRegion waiting;
     lock.lock();
   }
+  // After a disk error the store is read-only: nothing more is written to that disk.
+  if (wal_->failed()) return wal_->failed_status();
   const auto start = std::chrono::steady_clock::now();
   const int64_t revision = store_->Revision();
   std::unique_ptr<CheckpointWriter> writer;
@@ -164,12 +166,23 @@ absl::StatusOr<CheckpointStats> Engine::Checkpoint() {
       writer->Abort();
       return !read.ok() ? read : write_status;
     }
+    // The log on disk must reach the checkpoint before the checkpoint counts. Otherwise a crash could
+    // leave a checkpoint at R over a log that ends before R; the restarted log would continue at R + 1
+    // in a new segment, and if checkpoint R were then found corrupt, the fallback to the previous
+    // checkpoint would meet a gap in the log and cut away every write after it, acknowledged ones too.
+    if (absl::Status s = wal_->SyncThrough(revision); !s.ok()) {
+      writer->Abort();
+      return s;
+    }
     info = writer->Finish();
     if (!info.ok()) return info.status();
-    // Keep `checkpoint_keep`, and the log back to the oldest kept one, so recovery can fall back.
+    // Keep `checkpoint_keep`, and the log back to the oldest kept one, so recovery can fall back. Until
+    // there are that many, the fallback for a corrupt checkpoint is the log from its start: keep it all.
     (void)RemoveOldCheckpoints(fs_, checkpoint_dir_, options_.checkpoint_keep);
     absl::StatusOr<std::vector<CheckpointFile>> kept = ListCheckpoints(fs_, checkpoint_dir_);
-    if (kept.ok() && !kept->empty()) (void)wal_->RemoveSegmentsUpTo(kept->front().revision);
+    if (kept.ok() && !kept->empty() && kept->size() >= static_cast<size_t>(options_.checkpoint_keep)) {
+      (void)wal_->RemoveSegmentsUpTo(kept->front().revision);
+    }
   }
   CheckpointStats stats;
   stats.revision = info->revision;

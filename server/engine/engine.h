@@ -67,7 +67,9 @@ class Engine {
   const EngineOptions& options() const { return options_; }
 
   // Writes a checkpoint of the newest state (writers keep going) and removes what it makes obsolete.
-  // Blocks on disk I/O (in safe regions). One checkpoint at a time.
+  // The checkpoint becomes valid only after the log is synced through its revision (in every fsync
+  // mode), so the log on disk always reaches the newest valid checkpoint. Fails, writing nothing valid,
+  // if the log has failed. Blocks on disk I/O (in safe regions). One checkpoint at a time.
   absl::StatusOr<CheckpointStats> Checkpoint();
   CheckpointStats last_checkpoint() const;
 

@@ -101,8 +101,7 @@ void PostEtcdCalls(EtcdServices* services, grpc::ServerCompletionQueue* cq, Serv
         if (absl::Status w = state->engine->write_status(); !w.ok()) {
           AlarmMember* m = r.add_alarms();
           m->set_memberid(state->config->member_id);
-          m->set_alarm(w.message().find("No space left on device") != std::string_view::npos ? NOSPACE
-                                                                                             : CORRUPT);
+          m->set_alarm(errors::IsNoSpace(w) ? NOSPACE : CORRUPT);
         }
         call->Finish(r, grpc::Status::OK);
       });

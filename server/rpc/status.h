@@ -5,6 +5,7 @@
 #include <grpcpp/support/status.h>
 
 #include "absl/status/status.h"
+#include "server/store/errors.h"
 
 namespace revkv::server {
 
@@ -13,13 +14,9 @@ inline grpc::Status ToGrpc(const absl::Status& s) {
   return grpc::Status(static_cast<grpc::StatusCode>(s.code()), std::string(s.message()));
 }
 
-// The status of a write whose log record could not be made durable: a full disk is etcd's
-// "database space exceeded" code (ResourceExhausted), any other failure Unavailable; the message
-// says what failed.
-inline grpc::Status WriteFailure(const absl::Status& s) {
-  const bool no_space = s.message().find("No space left on device") != std::string_view::npos;
-  return grpc::Status(no_space ? grpc::StatusCode::RESOURCE_EXHAUSTED : grpc::StatusCode::UNAVAILABLE,
-                      std::string(s.message()));
-}
+// The status of a write whose log record could not be made durable (errors::LogFailure): a full disk
+// is etcd's "etcdserver: mvcc: database space exceeded" (ResourceExhausted), any other failure
+// Unavailable with a message that says what failed.
+inline grpc::Status WriteFailure(const absl::Status& s) { return ToGrpc(errors::LogFailure(s)); }
 
 }  // namespace revkv::server

@@ -12,6 +12,7 @@
 #include <algorithm>
 #include <cstdint>
 #include <limits>
+#include <optional>
 #include <string>
 #include <type_traits>
 #include <vector>
@@ -59,6 +60,27 @@ inline KeyRange MakeRange(const std::string& key, const std::string& range_end) 
 
 void ToProto(const KvRecord& r, bool keys_only, mvccpb::KeyValue* kv);
 
+// The Ranges of a Txn that name a revision. etcd serves each at its revision; one STM transaction reads
+// one state, so the store reads them before the Txn's transaction, each in a snapshot transaction at its
+// revision (a past state never changes, so when it is read does not matter), and the Txn copies the
+// answers in. etcd's checkRange decides, on the taken path only, which of them fail the Txn.
+struct PastRange {
+  const etcdserverpb::RangeRequest* request;
+  absl::Status status;  // etcd's checkRange: a future or compacted revision fails the whole Txn
+  std::optional<etcdserverpb::RangeResponse> response;  // unset: a negative revision, read as "now"
+};
+struct PastRanges {
+  std::vector<PastRange> items;
+  bool replaying = false;  // recovery: nothing was read and the responses are dropped; no checks
+
+  const PastRange* Find(const etcdserverpb::RangeRequest* r) const {
+    for (const PastRange& p : items) {
+      if (p.request == r) return &p;
+    }
+    return nullptr;
+  }
+};
+
 template <class TxT>
 class Applier {
  public:
@@ -66,6 +88,9 @@ class Applier {
 
   bool changed() const { return changed_; }
   int64_t key_delta() const { return key_delta_; }
+  // The answers to the Txn's Ranges at a revision (borrowed; must outlive the Applier). Without them,
+  // such a Range is an internal error.
+  void set_past_ranges(const PastRanges* past) { past_ranges_ = past; }
 
   // The entry as a record; revisions of an entry written by this transaction are pending.
   KvRecord Record(const ReadPtr<Entry>& e, bool with_value = true) {
@@ -164,6 +189,26 @@ class Applier {
     return absl::OkStatus();
   }
 
+  // etcd's checkRequests(checkRange) for the Ranges at a revision on the taken path, in order: the first
+  // that names a future revision or a compacted one fails the Txn before anything is applied.
+  absl::Status CheckTxnRanges(const etcdserverpb::TxnRequest& t, const std::vector<bool>& path, size_t* at) {
+    const bool ok = path[(*at)++];
+    for (const auto& op : ok ? t.success() : t.failure()) {
+      if (op.request_case() == etcdserverpb::RequestOp::kRequestTxn) {
+        if (absl::Status s = CheckTxnRanges(op.request_txn(), path, at); !s.ok()) return s;
+        continue;
+      }
+      if (op.request_case() != etcdserverpb::RequestOp::kRequestRange || op.request_range().revision() == 0) {
+        continue;
+      }
+      if (past_ranges_ != nullptr && past_ranges_->replaying) continue;
+      const PastRange* past = past_ranges_ != nullptr ? past_ranges_->Find(&op.request_range()) : nullptr;
+      if (past == nullptr) return absl::InternalError("revkv: a Range at a revision was not read");
+      if (!past->status.ok()) return past->status;
+    }
+    return absl::OkStatus();
+  }
+
   // The revision a response made now reflects: pending once this transaction changed something.
   int64_t NowRevision() const { return changed_ ? kPendingRevision : kCurrentRevision; }
 
@@ -236,14 +281,27 @@ class Applier {
     for (const auto& op : ok ? t.success() : t.failure()) {
       etcdserverpb::ResponseOp* r = out->add_responses();
       switch (op.request_case()) {
-        case etcdserverpb::RequestOp::kRequestRange:
+        case etcdserverpb::RequestOp::kRequestRange: {
+          const PastRange* past = nullptr;
           if (op.request_range().revision() != 0) {
-            return absl::InvalidArgumentError(
-                "revkv: a Range inside a Txn cannot name a revision; read at a revision with a Range outside "
-                "a Txn");
+            if (past_ranges_ == nullptr)
+              return absl::InternalError("revkv: a Range at a revision was not read");
+            if (past_ranges_->replaying) break;  // the response is dropped
+            past = past_ranges_->Find(&op.request_range());
+            if (past == nullptr || !past->status.ok()) {
+              return absl::InternalError("revkv: a Range at a revision was not read or not checked");
+            }
           }
-          Range(op.request_range(), NowRevision(), r->mutable_response_range());
+          if (past != nullptr && past->response.has_value()) {
+            // As etcd's rangeKeys: the key-values at the revision asked for, the header at this Txn's.
+            *r->mutable_response_range() = *past->response;
+            r->mutable_response_range()->mutable_header()->set_revision(NowRevision());
+          } else {
+            // No revision, or a negative one: etcd's rangeKeys reads the Txn's own state then.
+            Range(op.request_range(), NowRevision(), r->mutable_response_range());
+          }
           break;
+        }
         case etcdserverpb::RequestOp::kRequestPut:
           if constexpr (std::is_same_v<TxT, runtime::stm::Tx>) {
             if (absl::Status s = Put(op.request_put(), r->mutable_response_put()); !s.ok()) return s;
@@ -358,6 +416,7 @@ class Applier {
   TxT& tx_;
   Ref<StoreRoot> root_;
   RevisionClock clock_;
+  const PastRanges* past_ranges_ = nullptr;
   bool changed_ = false;
   int64_t key_delta_ = 0;
 };

@@ -3,7 +3,11 @@
 // one.
 #pragma once
 
+#include <cerrno>
+#include <optional>
+
 #include "absl/status/status.h"
+#include "server/wal/file_system.h"
 
 namespace revkv::server::errors {
 
@@ -29,6 +33,24 @@ inline absl::Status RequestTooLarge() {
 inline absl::Status LeaseNotFound() { return absl::NotFoundError("etcdserver: requested lease not found"); }
 inline absl::Status NoSpace() {
   return absl::ResourceExhaustedError("etcdserver: mvcc: database space exceeded");
+}
+
+// True if a log or disk status says the disk is full (ENOSPC), or the quota is (EDQUOT).
+inline bool IsNoSpace(const absl::Status& s) {
+  const std::optional<int> error_number = ErrnoOf(s);
+  return error_number.has_value() && (*error_number == ENOSPC || *error_number == EDQUOT);
+}
+
+// What a client gets for a write the log could not take or make durable (`log` is the log's status,
+// e.g. Wal::failed_status()). A full disk is etcd's answer under its NOSPACE alarm, "etcdserver: mvcc:
+// database space exceeded" (ResourceExhausted; etcd's clients match on the message, so it carries no
+// detail: the detail stays in the log's status, which Engine::write_status, the Status RPC and the
+// server log show). Any other failure (an I/O error, a log closed by shutdown) is Unavailable with the
+// log's message, which names the operation, the file and the error. OK stays OK.
+inline absl::Status LogFailure(const absl::Status& log) {
+  if (log.ok()) return log;
+  if (IsNoSpace(log)) return NoSpace();
+  return absl::UnavailableError(log.message());
 }
 
 }  // namespace revkv::server::errors

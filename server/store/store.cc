@@ -3,6 +3,7 @@
 
 #include <cstdio>
 #include <cstdlib>
+#include <limits>
 #include <optional>
 
 #include "absl/strings/str_cat.h"
@@ -42,10 +43,13 @@ absl::Status Apply(Applier<Tx>& a, const etcdserverpb::DeleteRangeRequest& r,
   return absl::OkStatus();
 }
 absl::Status Apply(Applier<Tx>& a, const etcdserverpb::TxnRequest& r, etcdserverpb::TxnResponse* out) {
+  // etcd's order: every compare, then checkRequests(checkPut), then checkRequests(checkRange), then the ops.
   std::vector<bool> path;
   a.ComparePath(r, &path);
   size_t at = 0;
   if (absl::Status s = a.CheckTxnPuts(r, path, &at); !s.ok()) return s;
+  at = 0;
+  if (absl::Status s = a.CheckTxnRanges(r, path, &at); !s.ok()) return s;
   at = 0;
   absl::Status s = a.Txn(r, path, &at, out);
   out->mutable_header()->set_revision(a.NowRevision());
@@ -150,48 +154,75 @@ int64_t Store::RevisionOfCommitTime(uint64_t commit_time) const {
   return RevisionClock{time_base_}.RevisionOfCommitTime(commit_time);
 }
 
-int64_t Store::Revision() const {
+int64_t Store::CommittedRevision() const {
   return static_cast<int64_t>((runtime::stm::LastCommittedTime() - time_base_) / 2) + 1;
 }
 
-void Store::UpdateRetention() {
-  const int64_t current = Revision();
-  const int64_t compact = compact_revision_.load(std::memory_order_acquire);
+int64_t Store::ReadCap() const {
+  // failed() is a seq_cst load, and the durable revision never moves once the log has failed (the
+  // flusher advances it only before it fails), so this reads its final value.
+  if (wal_ == nullptr || !wal_->failed()) return 0;
+  return wal_->durable_revision();
+}
+
+int64_t Store::Revision() const {
+  const int64_t committed = CommittedRevision();
+  const int64_t cap = ReadCap();
+  return cap > 0 ? std::min(committed, cap) : committed;
+}
+
+int64_t Store::WindowStart(int64_t current) {
   // The oldest revision each window keeps; a revision is kept while it is in either window.
-  int64_t keep_from = compact;
   const bool by_count = options_.history_revisions > 0;
   const bool by_time = options_.history_duration.count() > 0;
-  if (by_count || by_time) {
-    int64_t oldest = current;
-    if (by_count) oldest = std::min(oldest, current - options_.history_revisions + 1);
-    if (by_time) {
-      const auto now = std::chrono::steady_clock::now();
-      std::lock_guard<std::mutex> lock(history_mu_);
-      if (history_times_.empty() || history_times_.back().second != current)
-        history_times_.emplace_back(now, current);
-      while (history_times_.size() > 1 && now - history_times_[1].first > options_.history_duration) {
-        history_times_.pop_front();
-      }
-      // The front entry is the newest revision older than the window: still current during it.
-      oldest = std::min(oldest, history_times_.front().second);
-    }
-    keep_from = std::max(keep_from, oldest);
+  if (!by_count && !by_time) return std::numeric_limits<int64_t>::min();
+  int64_t oldest = current;
+  if (by_count) oldest = std::min(oldest, current - options_.history_revisions + 1);
+  if (by_time) {
+    std::lock_guard<std::mutex> lock(history_mu_);
+    // The front entry is the newest revision older than the window: still current during it.
+    if (!history_times_.empty()) oldest = std::min(oldest, history_times_.front().second);
   }
+  return oldest;
+}
+
+int64_t Store::OldestReadableRevision() {
+  return std::max(compact_revision_.load(std::memory_order_acquire), WindowStart(Revision()));
+}
+
+void Store::UpdateRetention() {
+  const int64_t current = CommittedRevision();
+  if (options_.history_duration.count() > 0) {
+    const auto now = std::chrono::steady_clock::now();
+    std::lock_guard<std::mutex> lock(history_mu_);
+    if (history_times_.empty() || history_times_.back().second != current)
+      history_times_.emplace_back(now, current);
+    while (history_times_.size() > 1 && now - history_times_[1].first > options_.history_duration) {
+      history_times_.pop_front();
+    }
+  }
+  int64_t keep_from = std::max(compact_revision_.load(std::memory_order_acquire), WindowStart(current));
+  // If the log fails, reads are capped at its durable revision (ReadCap): keep that one readable. It
+  // trails the newest revision by the records not yet durable, one group commit's worth.
+  if (wal_ != nullptr) keep_from = std::min(keep_from, wal_->durable_revision());
   runtime::stm::SetRetainedTime(TimeOf(std::max<int64_t>(1, keep_from)));
 }
 
 absl::StatusOr<etcdserverpb::RangeResponse> Store::Range(const etcdserverpb::RangeRequest& request) {
   if (absl::Status s = store::CheckRangeRequest(request); !s.ok()) return s;
-  const int64_t current = Revision();
+  const int64_t committed = CommittedRevision();
+  const int64_t cap = ReadCap();
+  const int64_t current = cap > 0 ? std::min(committed, cap) : committed;
   const int64_t rev = request.revision();
   if (rev > current) return errors::FutureRevision();
   if (rev > 0 && rev < CompactRevision()) return errors::Compacted();
+  // Once the log has failed, "the newest state" is the state at the cap.
+  const int64_t at = rev > 0 ? rev : (cap > 0 ? current : 0);
   etcdserverpb::RangeResponse out;
   const RevisionClock clock{time_base_};
-  absl::Status s = runtime::stm::ReadOnlyAt(rev > 0 ? TimeOf(rev) : 0, [&](SnapshotTx& tx) {
+  absl::Status s = runtime::stm::ReadOnlyAt(at > 0 ? TimeOf(at) : 0, [&](SnapshotTx& tx) {
     out.Clear();
-    const int64_t header =
-        rev > 0 ? current : static_cast<int64_t>((tx.snapshot_time() - time_base_) / 2) + 1;
+    const int64_t header = at > 0 ? current : static_cast<int64_t>((tx.snapshot_time() - time_base_) / 2) + 1;
     Applier<SnapshotTx> a(tx, RootRef(), clock);
     a.Range(request, header, &out);
   });
@@ -202,8 +233,8 @@ absl::StatusOr<etcdserverpb::RangeResponse> Store::Range(const etcdserverpb::Ran
 }
 
 template <class Request, class Response>
-absl::StatusOr<WriteResult<Response>> Store::Write(const Request& request, char kind,
-                                                   int64_t replay_revision) {
+absl::StatusOr<WriteResult<Response>> Store::Write(const Request& request, char kind, int64_t replay_revision,
+                                                   const store::PastRanges* past_ranges) {
   const bool replaying = replay_revision != 0;
   std::string payload;
   std::optional<WalReservation> reservation;
@@ -217,9 +248,11 @@ absl::StatusOr<WriteResult<Response>> Store::Write(const Request& request, char 
       runtime::SafeRegion waiting;
       return wal_->Reserve(payload);
     }();
-    if (!r.ok()) return r.status();
+    if (!r.ok()) return wal_->failed() ? errors::LogFailure(r.status()) : r.status();
     reservation.emplace(std::move(*r));
   }
+  store::PastRanges replay_ranges;  // a replayed Txn's Ranges at a revision are not read again
+  replay_ranges.replaying = true;
   const RevisionClock clock{time_base_};
   Response response;
   bool changed = false;
@@ -229,6 +262,7 @@ absl::StatusOr<WriteResult<Response>> Store::Write(const Request& request, char 
   absl::Status s = runtime::stm::Atomically([&](Tx& tx) {
     response.Clear();
     Applier<Tx> a(tx, RootRef(), clock);
+    a.set_past_ranges(replaying ? &replay_ranges : past_ranges);
     if (absl::Status st = Apply(a, request, &response); !st.ok()) tx.Fail(st);
     changed = a.changed();
     delta = a.key_delta();
@@ -267,6 +301,8 @@ absl::StatusOr<WriteResult<etcdserverpb::PutResponse>> Store::Put(const etcdserv
 absl::StatusOr<WriteResult<etcdserverpb::DeleteRangeResponse>> Store::DeleteRange(
     const etcdserverpb::DeleteRangeRequest& request) {
   if (absl::Status s = store::CheckDeleteRequest(request); !s.ok()) return s;
+  // etcd checks the size of every request that goes through raft (Put, DeleteRange, Txn).
+  if (request.ByteSizeLong() > options_.max_request_bytes) return errors::RequestTooLarge();
   return Write<etcdserverpb::DeleteRangeRequest, etcdserverpb::DeleteRangeResponse>(request,
                                                                                     kRecordDeleteRange, 0);
 }
@@ -274,19 +310,28 @@ absl::StatusOr<WriteResult<etcdserverpb::DeleteRangeResponse>> Store::DeleteRang
 absl::StatusOr<WriteResult<etcdserverpb::TxnResponse>> Store::Txn(const etcdserverpb::TxnRequest& request) {
   if (absl::Status s = store::CheckTxnRequest(request, options_.max_txn_ops); !s.ok()) return s;
   if (request.ByteSizeLong() > options_.max_request_bytes) return errors::RequestTooLarge();
+  store::PastRanges past;
+  ReadPastRanges(request, &past);
   if (!store::IsTxnReadOnly(request)) {
-    return Write<etcdserverpb::TxnRequest, etcdserverpb::TxnResponse>(request, kRecordTxn, 0);
+    return Write<etcdserverpb::TxnRequest, etcdserverpb::TxnResponse>(request, kRecordTxn, 0, &past);
   }
-  // A Txn that cannot write is a snapshot read: it never aborts and never waits.
+  // A Txn that cannot write is a snapshot read: it never aborts and never waits. Once the log has
+  // failed it reads the state at the cap, as Range does.
   WriteResult<etcdserverpb::TxnResponse> result;
   const RevisionClock clock{time_base_};
+  const int64_t cap = ReadCap();
+  const uint64_t read_time = cap > 0 ? TimeOf(std::min(CommittedRevision(), cap)) : 0;
   absl::Status failure;
-  absl::Status s = runtime::stm::ReadOnly([&](SnapshotTx& tx) {
+  absl::Status s = runtime::stm::ReadOnlyAt(read_time, [&](SnapshotTx& tx) {
     result.response.Clear();
     Applier<SnapshotTx> a(tx, RootRef(), clock);
+    a.set_past_ranges(&past);
     std::vector<bool> path;
     a.ComparePath(request, &path);
     size_t at = 0;
+    failure = a.CheckTxnRanges(request, path, &at);
+    if (!failure.ok()) return;
+    at = 0;
     failure = a.Txn(request, path, &at, &result.response);
     result.revision = static_cast<int64_t>((tx.snapshot_time() - time_base_) / 2) + 1;
   });
@@ -295,6 +340,34 @@ absl::StatusOr<WriteResult<etcdserverpb::TxnResponse>> Store::Txn(const etcdserv
   result.response.mutable_header()->set_revision(result.revision);
   store::PatchRevisions(&result.response, result.revision, result.revision);
   return result;
+}
+
+void Store::ReadPastRanges(const etcdserverpb::TxnRequest& request, store::PastRanges* past) {
+  for (const auto* ops : {&request.success(), &request.failure()}) {
+    for (const etcdserverpb::RequestOp& op : *ops) {
+      if (op.request_case() == etcdserverpb::RequestOp::kRequestTxn) {
+        ReadPastRanges(op.request_txn(), past);
+        continue;
+      }
+      if (op.request_case() != etcdserverpb::RequestOp::kRequestRange) continue;
+      const etcdserverpb::RangeRequest& r = op.request_range();
+      if (r.revision() == 0) continue;
+      store::PastRange item{&r, absl::OkStatus(), std::nullopt};
+      if (r.revision() > 0) {
+        // Exactly a Range at that revision: "future" past the current revision (etcd's checkRange,
+        // rv.Rev()), "compacted" before the oldest readable one (rv.FirstRev()).
+        absl::StatusOr<etcdserverpb::RangeResponse> read = Range(r);
+        if (read.ok()) {
+          item.response = *std::move(read);
+        } else {
+          item.status = read.status();
+        }
+      } else if (r.revision() < OldestReadableRevision()) {
+        item.status = errors::Compacted();  // etcd's checkRange: req.Revision < rv.FirstRev()
+      }
+      past->items.push_back(std::move(item));
+    }
+  }
 }
 
 absl::StatusOr<etcdserverpb::CompactionResponse> Store::Compact(
@@ -315,11 +388,22 @@ absl::StatusOr<etcdserverpb::CompactionResponse> Store::Compact(
 
 // ----- durability -----------------------------------------------------------------------------------------
 
+absl::Status Store::WaitDurable(uint64_t lsn) {
+  if (lsn == 0 || wal_ == nullptr) return absl::OkStatus();
+  absl::Status s;
+  {
+    runtime::SafeRegion waiting;  // the flusher may take a while; a collection must not wait for it
+    s = wal_->WaitDurable(lsn);
+  }
+  return errors::LogFailure(s);
+}
+
 absl::Status Store::ForEachAt(int64_t revision, const std::function<void(const StoredKeyValue&)>& visit,
                               int64_t* snapshot_revision) {
   const int64_t current = Revision();
   if (revision > current) return errors::FutureRevision();
   if (revision > 0 && revision < CompactRevision()) return errors::Compacted();
+  if (revision <= 0 && ReadCap() > 0) revision = current;  // the newest state readers see
   const RevisionClock clock{time_base_};
   absl::Status s = runtime::stm::ReadOnlyAt(revision > 0 ? TimeOf(revision) : 0, [&](SnapshotTx& tx) {
     if (snapshot_revision != nullptr)

@@ -46,7 +46,8 @@ namespace revkv::server {
 
 namespace store {
 struct StoreRoot;
-}
+struct PastRanges;
+}  // namespace store
 
 struct StoreOptions {
   int64_t max_txn_ops = 128;
@@ -89,13 +90,23 @@ class Store {
   absl::StatusOr<WriteResult<etcdserverpb::TxnResponse>> Txn(const etcdserverpb::TxnRequest& request);
   absl::StatusOr<etcdserverpb::CompactionResponse> Compact(const etcdserverpb::CompactionRequest& request);
 
+  // Blocks (in a safe region) until the write's log record is durable: OK, or the error a client gets
+  // for it (errors::LogFailure: etcd's "database space exceeded" for a full disk, Unavailable otherwise).
+  // OK at once for lsn 0 (nothing was logged).
+  absl::Status WaitDurable(uint64_t lsn);
+
   // ----- state -----
-  int64_t Revision() const;  // the newest committed revision
+  // The newest revision readers see: the newest committed one; once the log has failed, the last
+  // durable one (later commits will not survive a restart, so reads do not show them; see
+  // docs/durability.md).
+  int64_t Revision() const;
   // The revision compacted to (reads of older ones fail); 0 while nothing has been compacted.
   int64_t CompactRevision() const {
     return std::max<int64_t>(0, compact_revision_.load(std::memory_order_acquire));
   }
   int64_t KeyCount() const { return key_count_.load(std::memory_order_relaxed); }
+  // The oldest revision a read can name: the compaction's, or the start of the history window.
+  int64_t OldestReadableRevision();
   // The runtime time after the commit of `revision`, and back.
   uint64_t TimeOf(int64_t revision) const;
   int64_t RevisionOfCommitTime(uint64_t commit_time) const;
@@ -118,7 +129,15 @@ class Store {
  private:
   Store(const StoreOptions& options, Wal* wal);
   template <class Request, class Response>
-  absl::StatusOr<WriteResult<Response>> Write(const Request& request, char kind, int64_t replay_revision);
+  absl::StatusOr<WriteResult<Response>> Write(const Request& request, char kind, int64_t replay_revision,
+                                              const store::PastRanges* past_ranges = nullptr);
+  // Reads the Ranges of `request` that name a revision, each at its revision (store/apply.h).
+  void ReadPastRanges(const etcdserverpb::TxnRequest& request, store::PastRanges* past);
+  // The newest committed revision, and the revision reads are capped at (0: none, the log works).
+  int64_t CommittedRevision() const;
+  int64_t ReadCap() const;
+  // The oldest revision either history window keeps (before the compaction is applied).
+  int64_t WindowStart(int64_t current);
   void UpdateRetention();
   runtime::stm::Ref<store::StoreRoot> RootRef() const;
 

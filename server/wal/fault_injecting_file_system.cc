@@ -1,42 +1,80 @@
-// FaultInjectingFileSystem: decisions are taken under one mutex, the forwarded operation runs outside it.
+// FaultInjectingFileSystem: decisions and the durability model are kept under one mutex; the forwarded
+// operation runs outside it, counted in flight so that a power cut can wait for it to end.
 #include "server/wal/fault_injecting_file_system.h"
 
+#include <algorithm>
+#include <cerrno>
 #include <thread>
 
 namespace revkv::server {
 
-// A writable file that asks its file system before every write and sync.
+namespace {
+
+// The directory part of a path ("" for a bare name), without a trailing separator.
+std::string_view ParentOf(std::string_view path) {
+  const size_t slash = path.rfind('/');
+  return slash == std::string_view::npos ? std::string_view() : path.substr(0, slash);
+}
+
+std::string_view WithoutTrailingSlash(std::string_view dir) {
+  while (dir.size() > 1 && dir.back() == '/') dir.remove_suffix(1);
+  return dir;
+}
+
+}  // namespace
+
+// A writable file that asks its file system before every write and sync, and reports what they did.
 class FaultInjectingFileSystem::File final : public WritableFile {
  public:
   File(FaultInjectingFileSystem* fs, std::unique_ptr<WritableFile> base) : fs_(fs), base_(std::move(base)) {}
 
   absl::Status Append(std::string_view data) override {
-    const WriteVerdict verdict = fs_->DecideWrite(data.size());
-    if (verdict.allowed > 0) {
-      if (absl::Status s = base_->Append(data.substr(0, verdict.allowed)); !s.ok()) return s;
-      fs_->CountWrite(verdict.allowed);
-    }
-    if (verdict.error != 0) return IoError("write", path(), verdict.error);
-    return absl::OkStatus();
+    if (absl::Status s = fs_->Admit("write", path(), /*is_write=*/true); !s.ok()) return s;
+    absl::Status result = [&] {
+      const WriteVerdict verdict = fs_->DecideWrite(data.size());
+      if (verdict.allowed > 0) {
+        if (absl::Status s = base_->Append(data.substr(0, verdict.allowed)); !s.ok()) return s;
+        fs_->CountWrite(verdict.allowed);
+        fs_->NoteWritten(path(), 0, /*append=*/true, verdict.allowed);
+      }
+      if (verdict.error != 0) return IoError("write", path(), verdict.error);
+      return absl::OkStatus();
+    }();
+    fs_->Finish();
+    return result;
   }
 
   absl::Status WriteAt(uint64_t offset, std::string_view data) override {
-    const WriteVerdict verdict = fs_->DecideWrite(data.size());
-    if (verdict.allowed > 0) {
-      if (absl::Status s = base_->WriteAt(offset, data.substr(0, verdict.allowed)); !s.ok()) return s;
-      fs_->CountWrite(verdict.allowed);
-    }
-    if (verdict.error != 0) return IoError("pwrite", path(), verdict.error);
-    return absl::OkStatus();
+    if (absl::Status s = fs_->Admit("pwrite", path(), /*is_write=*/true); !s.ok()) return s;
+    absl::Status result = [&] {
+      const WriteVerdict verdict = fs_->DecideWrite(data.size());
+      if (verdict.allowed > 0) {
+        if (absl::Status s = base_->WriteAt(offset, data.substr(0, verdict.allowed)); !s.ok()) return s;
+        fs_->CountWrite(verdict.allowed);
+        fs_->NoteWritten(path(), offset + verdict.allowed, /*append=*/false, verdict.allowed);
+      }
+      if (verdict.error != 0) return IoError("pwrite", path(), verdict.error);
+      return absl::OkStatus();
+    }();
+    fs_->Finish();
+    return result;
   }
 
   absl::Status Sync() override {
     const std::chrono::microseconds delay = fs_->sync_delay();
     if (delay.count() > 0) std::this_thread::sleep_for(delay);
-    if (const int error = fs_->DecideSync(); error != 0) return IoError("fdatasync", path(), error);
-    absl::Status s = base_->Sync();
-    if (s.ok()) fs_->CountSync();
-    return s;
+    if (absl::Status s = fs_->Admit("fdatasync", path(), /*is_write=*/false); !s.ok()) return s;
+    absl::Status result = [&] {
+      if (const int error = fs_->DecideSync(); error != 0) return IoError("fdatasync", path(), error);
+      absl::Status s = base_->Sync();
+      if (s.ok()) {
+        fs_->CountSync();
+        fs_->NoteSynced(path());
+      }
+      return s;
+    }();
+    fs_->Finish();
+    return result;
   }
 
   absl::Status Close() override { return base_->Close(); }
@@ -87,6 +125,89 @@ void FaultInjectingFileSystem::ClearFaults() {
   fail_open_countdown_ = 0;
 }
 
+void FaultInjectingFileSystem::PauseWrites(std::string path_prefix) {
+  std::lock_guard<std::mutex> lock(mu_);
+  paused_ = true;
+  pause_prefix_ = std::move(path_prefix);
+}
+
+void FaultInjectingFileSystem::ResumeWrites() {
+  std::lock_guard<std::mutex> lock(mu_);
+  paused_ = false;
+  changed_.notify_all();
+}
+
+uint64_t FaultInjectingFileSystem::UnsyncedBytes(std::string_view path_prefix) const {
+  std::lock_guard<std::mutex> lock(mu_);
+  uint64_t bytes = 0;
+  for (const auto& [path, state] : files_) {
+    if (std::string_view(path).substr(0, path_prefix.size()) != path_prefix) continue;
+    bytes += state.entry_durable ? state.size - std::min(state.synced, state.size) : state.size;
+  }
+  return bytes;
+}
+
+absl::Status FaultInjectingFileSystem::SimulatePowerLoss() {
+  std::map<std::string, FileState> files;
+  {
+    std::unique_lock<std::mutex> lock(mu_);
+    power_cut_ = true;
+    changed_.notify_all();  // paused writers wake up and fail
+    changed_.wait(lock, [this] { return in_flight_ == 0; });
+    files = files_;
+  }
+  absl::Status first;
+  for (const auto& [path, state] : files) {
+    absl::Status s = state.entry_durable ? base_->Truncate(path, state.synced) : base_->Remove(path);
+    if (!s.ok() && !absl::IsNotFound(s) && first.ok()) first = s;
+  }
+  return first;
+}
+
+absl::Status FaultInjectingFileSystem::Admit(const char* operation, const std::string& path, bool is_write) {
+  std::unique_lock<std::mutex> lock(mu_);
+  if (is_write) {
+    changed_.wait(lock, [&] {
+      return power_cut_ || !paused_ ||
+             std::string_view(path).substr(0, pause_prefix_.size()) != pause_prefix_;
+    });
+  }
+  if (power_cut_) return IoError(operation, path, EIO);
+  ++in_flight_;
+  return absl::OkStatus();
+}
+
+void FaultInjectingFileSystem::Finish() {
+  std::lock_guard<std::mutex> lock(mu_);
+  if (--in_flight_ == 0) changed_.notify_all();
+}
+
+void FaultInjectingFileSystem::NoteOpened(const std::string& path, OpenMode mode, bool existed,
+                                          uint64_t size) {
+  std::lock_guard<std::mutex> lock(mu_);
+  auto [it, inserted] = files_.try_emplace(path);
+  FileState& state = it->second;
+  if (inserted) {
+    // First seen now: what was there before counts as durable.
+    state.entry_durable = existed;
+    state.size = state.synced = size;
+  }
+  if (mode == OpenMode::kTruncate) state.size = state.synced = 0;  // the old bytes are gone either way
+}
+
+void FaultInjectingFileSystem::NoteWritten(const std::string& path, uint64_t end, bool append,
+                                           uint64_t bytes) {
+  std::lock_guard<std::mutex> lock(mu_);
+  FileState& state = files_[path];
+  state.size = append ? state.size + bytes : std::max(state.size, end);
+}
+
+void FaultInjectingFileSystem::NoteSynced(const std::string& path) {
+  std::lock_guard<std::mutex> lock(mu_);
+  FileState& state = files_[path];
+  state.synced = state.size;
+}
+
 FaultInjectingFileSystem::WriteVerdict FaultInjectingFileSystem::DecideWrite(uint64_t size) {
   std::lock_guard<std::mutex> lock(mu_);
   if (fail_write_countdown_ > 0 && --fail_write_countdown_ == 0) return {0, fail_write_errno_};
@@ -119,15 +240,28 @@ void FaultInjectingFileSystem::CountWrite(uint64_t bytes) {
 
 absl::StatusOr<std::unique_ptr<WritableFile>> FaultInjectingFileSystem::OpenWritable(const std::string& path,
                                                                                      OpenMode mode) {
-  {
-    std::lock_guard<std::mutex> lock(mu_);
-    if (fail_open_countdown_ > 0 && --fail_open_countdown_ == 0) {
-      return IoError("open", path, fail_open_errno_);
+  if (absl::Status s = Admit("open", path, /*is_write=*/false); !s.ok()) return s;
+  absl::StatusOr<std::unique_ptr<WritableFile>> result =
+      [&]() -> absl::StatusOr<std::unique_ptr<WritableFile>> {
+    {
+      std::lock_guard<std::mutex> lock(mu_);
+      if (fail_open_countdown_ > 0 && --fail_open_countdown_ == 0) {
+        return IoError("open", path, fail_open_errno_);
+      }
     }
-  }
-  absl::StatusOr<std::unique_ptr<WritableFile>> file = base_->OpenWritable(path, mode);
-  if (!file.ok()) return file.status();
-  return std::make_unique<File>(this, std::move(*file));
+    bool existed = false;
+    uint64_t size = 0;
+    if (absl::StatusOr<std::unique_ptr<ReadableFile>> before = base_->OpenReadable(path); before.ok()) {
+      existed = true;
+      if (absl::StatusOr<uint64_t> n = (*before)->Size(); n.ok()) size = *n;
+    }
+    absl::StatusOr<std::unique_ptr<WritableFile>> file = base_->OpenWritable(path, mode);
+    if (!file.ok()) return file.status();
+    NoteOpened(path, mode, existed, size);
+    return std::make_unique<File>(this, std::move(*file));
+  }();
+  Finish();
+  return result;
 }
 
 absl::StatusOr<std::unique_ptr<ReadableFile>> FaultInjectingFileSystem::OpenReadable(
@@ -140,22 +274,70 @@ absl::StatusOr<std::vector<std::string>> FaultInjectingFileSystem::ListDirectory
 }
 
 absl::Status FaultInjectingFileSystem::CreateDirectories(const std::string& dir) {
-  return base_->CreateDirectories(dir);
+  if (absl::Status s = Admit("mkdir", dir, /*is_write=*/false); !s.ok()) return s;
+  absl::Status s = base_->CreateDirectories(dir);
+  Finish();
+  return s;
 }
 
-absl::Status FaultInjectingFileSystem::Remove(const std::string& path) { return base_->Remove(path); }
+absl::Status FaultInjectingFileSystem::Remove(const std::string& path) {
+  if (absl::Status s = Admit("unlink", path, /*is_write=*/false); !s.ok()) return s;
+  absl::Status s = base_->Remove(path);
+  if (s.ok()) {
+    std::lock_guard<std::mutex> lock(mu_);
+    files_.erase(path);
+  }
+  Finish();
+  return s;
+}
 
 absl::Status FaultInjectingFileSystem::Rename(const std::string& from, const std::string& to) {
-  return base_->Rename(from, to);
+  if (absl::Status s = Admit("rename", from, /*is_write=*/false); !s.ok()) return s;
+  uint64_t size = 0;
+  if (absl::StatusOr<std::unique_ptr<ReadableFile>> f = base_->OpenReadable(from); f.ok()) {
+    if (absl::StatusOr<uint64_t> n = (*f)->Size(); n.ok()) size = *n;
+  }
+  absl::Status s = base_->Rename(from, to);
+  if (s.ok()) {
+    std::lock_guard<std::mutex> lock(mu_);
+    FileState state{size, size, false};
+    if (auto it = files_.find(from); it != files_.end()) {
+      state = it->second;
+      files_.erase(it);
+    }
+    state.entry_durable = false;  // until its directory is synced
+    files_[to] = state;
+  }
+  Finish();
+  return s;
 }
 
 absl::Status FaultInjectingFileSystem::Truncate(const std::string& path, uint64_t size) {
-  return base_->Truncate(path, size);
+  if (absl::Status s = Admit("truncate", path, /*is_write=*/false); !s.ok()) return s;
+  absl::Status s = base_->Truncate(path, size);
+  if (s.ok()) {
+    std::lock_guard<std::mutex> lock(mu_);
+    if (auto it = files_.find(path); it != files_.end()) {
+      it->second.size = size;
+      it->second.synced = std::min(it->second.synced, size);
+    }
+  }
+  Finish();
+  return s;
 }
 
 absl::Status FaultInjectingFileSystem::SyncDirectory(const std::string& dir) {
+  if (absl::Status s = Admit("fsync", dir, /*is_write=*/false); !s.ok()) return s;
   absl::Status s = base_->SyncDirectory(dir);
-  if (s.ok()) directory_syncs_.fetch_add(1, std::memory_order_relaxed);
+  if (s.ok()) {
+    directory_syncs_.fetch_add(1, std::memory_order_relaxed);
+    std::lock_guard<std::mutex> lock(mu_);
+    const std::string_view d = WithoutTrailingSlash(dir);
+    for (auto& [path, state] : files_) {
+      if (ParentOf(path) == d) state.entry_durable = true;
+    }
+  }
+  Finish();
   return s;
 }
 

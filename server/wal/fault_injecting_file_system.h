@@ -1,13 +1,23 @@
 // FaultInjectingFileSystem: a FileSystem that forwards to another one (normally the POSIX one, so files
 // are real) and makes chosen operations fail with a chosen errno, to test the failure paths for real:
 // a full disk in the middle of a write, an fsync that reports EIO, a segment that cannot be created.
+//
+// It also models what a machine crash keeps. Per file it opened for writing it knows the bytes written,
+// the bytes a successful Sync covered, and whether the file's directory entry is durable (an entry
+// created or renamed into place becomes durable at the next SyncDirectory of its directory; a file that
+// existed before it was first opened here counts as durable as it was). SimulatePowerLoss throws away
+// what was not durable, so a test can restart from exactly what a power loss would have left.
 #ifndef REVKV_SERVER_WAL_FAULT_INJECTING_FILE_SYSTEM_H_
 #define REVKV_SERVER_WAL_FAULT_INJECTING_FILE_SYSTEM_H_
 
 #include <atomic>
 #include <chrono>
+#include <condition_variable>
 #include <cstdint>
+#include <map>
 #include <mutex>
+#include <string>
+#include <string_view>
 
 #include "server/wal/file_system.h"
 
@@ -31,8 +41,24 @@ class FaultInjectingFileSystem final : public FileSystem {
   void FailNthOpenWritable(int64_t n, int error_number);
   // Every WritableFile::Sync sleeps `delay` first, like a disk with that flush latency.
   void SetSyncDelay(std::chrono::microseconds delay);
-  // Disarms every fault (not the counters, not the delay).
+  // Disarms every fault (not the counters, not the delay, not a pause, not a power cut).
   void ClearFaults();
+
+  // Writes (WritableFile::Append and WriteAt) to files whose path starts with `path_prefix` block until
+  // ResumeWrites, like a disk that stalls; writes to other files go on. One prefix at a time.
+  void PauseWrites(std::string path_prefix);
+  void ResumeWrites();
+
+  // Bytes of the files under `path_prefix` that a machine crash would lose now: written but not covered by
+  // a Sync, plus the whole size of files whose directory entry is not durable yet.
+  uint64_t UnsyncedBytes(std::string_view path_prefix) const;
+
+  // Cuts the power: waits for the operations under way, then every later operation that changes a file or
+  // a directory fails with EIO and changes nothing (reads still work, Close closes), and the real files
+  // are put in the state the crash leaves: each file cut back to its synced size, each file whose entry
+  // was not durable removed. Not modelled: a removal or rename that was never made durable is not undone.
+  // Returns the first error of those changes. Irreversible; restart on a new FileSystem.
+  absl::Status SimulatePowerLoss();
 
   // Operations that reached the base file system since construction (injected failures not included).
   int64_t writes() const { return writes_.load(std::memory_order_relaxed); }
@@ -63,6 +89,21 @@ class FaultInjectingFileSystem final : public FileSystem {
   void CountWrite(uint64_t bytes);
   void CountSync() { syncs_.fetch_add(1, std::memory_order_relaxed); }
 
+  // What the durability model knows of one file.
+  struct FileState {
+    uint64_t size = 0;           // bytes written (the end of the file)
+    uint64_t synced = 0;         // bytes a Sync covered
+    bool entry_durable = false;  // the directory entry survives a crash
+  };
+  // Admits a changing operation on `path` (a write waits while a pause covers it): OK and counted in
+  // flight until Finish, or EIO once the power is cut.
+  absl::Status Admit(const char* operation, const std::string& path, bool is_write);
+  void Finish();
+  // Updates the model after a successful operation on the base file system.
+  void NoteOpened(const std::string& path, OpenMode mode, bool existed, uint64_t size);
+  void NoteWritten(const std::string& path, uint64_t end, bool append, uint64_t bytes);
+  void NoteSynced(const std::string& path);
+
   FileSystem* const base_;
   mutable std::mutex mu_;             // guards the fault settings below
   int64_t fail_write_countdown_ = 0;  // 0: disarmed
@@ -75,6 +116,15 @@ class FaultInjectingFileSystem final : public FileSystem {
   int64_t fail_open_countdown_ = 0;
   int fail_open_errno_ = 0;
   std::chrono::microseconds sync_delay_{0};
+
+  // Durability model, pause and power (guarded by mu_; changed_ signals the end of a pause and of the
+  // last operation in flight).
+  std::condition_variable changed_;
+  std::map<std::string, FileState> files_;
+  bool paused_ = false;
+  std::string pause_prefix_;
+  bool power_cut_ = false;
+  int in_flight_ = 0;
 
   // Statistics only: relaxed, nothing is ordered by them.
   std::atomic<int64_t> writes_{0};

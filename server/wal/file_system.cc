@@ -3,7 +3,10 @@
 
 #include <cerrno>
 
+#include "absl/strings/cord.h"
+#include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
+#include "absl/strings/string_view.h"
 
 namespace revkv::server {
 
@@ -46,12 +49,26 @@ std::optional<int64_t> ParseNumberedFileName(std::string_view name, std::string_
   return static_cast<int64_t>(value);
 }
 
+namespace {
+// The payload naming the errno: callers tell a full disk from other errors without parsing messages
+// (RESOURCE_EXHAUSTED also stands for EMFILE, ENOMEM, ...).
+constexpr absl::string_view kErrnoPayload = "type.revkv.dev/errno";
+}  // namespace
+
 absl::Status IoError(const char* operation, const std::string& path, int error_number) {
   // ErrnoToStatus appends ": <strerror text>" and maps the code (ENOSPC -> kResourceExhausted, ...). It
   // maps EIO to kUnknown; an I/O error on a log or checkpoint means data may be lost, so kDataLoss.
   absl::Status status = absl::ErrnoToStatus(error_number, absl::StrCat(operation, " of ", path, " failed"));
-  if (error_number == EIO) return absl::DataLossError(status.message());
+  if (error_number == EIO) status = absl::DataLossError(status.message());
+  status.SetPayload(kErrnoPayload, absl::Cord(std::to_string(error_number)));
   return status;
+}
+
+std::optional<int> ErrnoOf(const absl::Status& status) {
+  const absl::optional<absl::Cord> payload = status.GetPayload(kErrnoPayload);
+  int error_number = 0;
+  if (!payload.has_value() || !absl::SimpleAtoi(std::string(*payload), &error_number)) return std::nullopt;
+  return error_number;
 }
 
 }  // namespace revkv::server

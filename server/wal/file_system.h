@@ -109,8 +109,11 @@ std::optional<int64_t> ParseNumberedFileName(std::string_view name, std::string_
                                              std::string_view suffix);
 
 // Returns the status for a failed system call: code from `error_number` (see the top of this file), message
-// "<operation> of <path> failed: <strerror text>".
+// "<operation> of <path> failed: <strerror text>", and the errno itself as a payload (ErrnoOf).
 absl::Status IoError(const char* operation, const std::string& path, int error_number);
+
+// The errno an IoError status (or one that kept its payloads) was made from; nullopt for any other status.
+std::optional<int> ErrnoOf(const absl::Status& status);
 
 }  // namespace revkv::server
 

@@ -106,6 +106,7 @@ absl::StatusOr<std::unique_ptr<Wal>> Wal::Open(const WalOptions& options, int64_
   std::unique_ptr<Wal> wal(new Wal(options, fs));
   const int64_t last = log->next_revision - 1;
   wal->last_revision_ = last;
+  wal->appended_revision_.store(last, std::memory_order_relaxed);
   wal->durable_revision_.store(last, std::memory_order_relaxed);
   wal->synced_revision_.store(last, std::memory_order_relaxed);
   {
@@ -200,6 +201,7 @@ WalLsn Wal::Append(WalReservation& reservation, int64_t revision, std::string_vi
 
   const WalLsn lsn = ++last_lsn_;
   last_revision_ = revision;
+  appended_revision_.store(revision, std::memory_order_relaxed);
   if (reservation.callback_ != nullptr) {
     DurableCallbackNode* node = reservation.callback_.release();
     node->lsn = lsn;
@@ -235,6 +237,31 @@ absl::Status Wal::WaitDurable(WalLsn lsn) {
   if (durable_lsn_.load(std::memory_order_acquire) >= lsn) return absl::OkStatus();
   if (failed()) return failed_status();
   return absl::FailedPreconditionError("wal: closed before the record was written");
+}
+
+absl::Status Wal::SyncThrough(int64_t revision) {
+  // Relaxed is enough: the caller learnt of `revision` from a commit that happened after its Append.
+  if (revision > appended_revision_.load(std::memory_order_relaxed)) {
+    Die("SyncThrough a revision that was not appended (revision, appended)", revision,
+        appended_revision_.load(std::memory_order_relaxed));
+  }
+  if (synced_revision_.load(std::memory_order_acquire) >= revision) return absl::OkStatus();
+  // Raise the request, then wake the flusher: the seq_cst store and Notify's seq_cst load of
+  // flusher_idle_ are the handshake described at flusher_idle_ (the flusher checks SyncRequested()).
+  int64_t seen = sync_request_.load(std::memory_order_seq_cst);
+  while (seen < revision && !sync_request_.compare_exchange_weak(seen, revision, std::memory_order_seq_cst)) {
+  }
+  Notify();
+  std::unique_lock<std::mutex> lock(durable_mu_);
+  ++durable_waiters_;
+  while (synced_revision_.load(std::memory_order_acquire) < revision && !failed() &&
+         !flusher_exited_.load(std::memory_order_acquire)) {
+    durable_changed_.wait(lock);
+  }
+  --durable_waiters_;
+  if (synced_revision_.load(std::memory_order_acquire) >= revision) return absl::OkStatus();
+  if (failed()) return failed_status();
+  return absl::FailedPreconditionError("wal: closed before the record was synced");
 }
 
 void Wal::OnDurable(WalLsn lsn, DurableCallback callback) {

@@ -187,6 +187,14 @@ class Wal {
   // flusher's next pass. After Close it runs at once on the calling thread. Requires lsn <= appended LSN.
   void OnDurable(WalLsn lsn, DurableCallback callback);
 
+  // Blocks until every record up to `revision` has been written and fdatasync'ed (with the closed
+  // segments and the directory), whatever the fsync mode: kInterval and kNone sync at once rather than
+  // waiting for their own schedule. OK at once if they already are. Fails with failed_status() if the log
+  // fails first, FailedPrecondition if it is closed first. Requires revision <= the last appended one
+  // (a larger one would never come: the process aborts). Used before a checkpoint at `revision` is
+  // made valid, so that the log on disk always reaches at least the newest checkpoint.
+  absl::Status SyncThrough(int64_t revision);
+
   // --- Maintenance ---
 
   // Deletes the segments whose every record has revision <= `revision` (never the current one) and
@@ -204,6 +212,9 @@ class Wal {
   bool failed() const { return failed_.load(std::memory_order_acquire); }
 
   WalLsn durable_lsn() const { return durable_lsn_.load(std::memory_order_acquire); }
+  // The revision of the last record acknowledged (durable per the fsync mode); it never moves again
+  // after a failure, so it is then the newest revision a restart will recover for sure.
+  int64_t durable_revision() const { return durable_revision_.load(std::memory_order_acquire); }
   WalLsn appended_lsn() const { return appended_lsn_.load(std::memory_order_relaxed); }
   WalStats stats() const;
   const WalOptions& options() const { return options_; }
@@ -236,6 +247,9 @@ class Wal {
   bool IntervalSyncDue() const;
   void RunCallbacks();
   void ExitFlusher();
+  bool SyncRequested() const;
+  absl::Status SyncForRequest();
+  void WakeDurableWaiters();
   absl::Status SyncSegment();
   absl::Status SyncClosedSegments();
   void AdvanceDurable(WalLsn lsn, int64_t revision);
@@ -250,7 +264,8 @@ class Wal {
   // Appender state: touched only by Append, which the caller serializes (no atomics needed).
   int64_t last_revision_ = 0;  // revision of the last appended (or recovered) record
   WalLsn last_lsn_ = 0;
-  std::atomic<WalLsn> appended_lsn_{0};  // copy of last_lsn_ for other threads; relaxed (advisory only)
+  std::atomic<WalLsn> appended_lsn_{0};        // copy of last_lsn_ for other threads; relaxed (advisory only)
+  std::atomic<int64_t> appended_revision_{0};  // copy of last_revision_ for SyncThrough's check; relaxed
 
   DurableCallbacks callbacks_;
 
@@ -272,10 +287,14 @@ class Wal {
   // is published through these.
   std::atomic<WalLsn> durable_lsn_{0};
   std::atomic<int64_t> durable_revision_{0};
-  std::atomic<int64_t> synced_revision_{0};
-  std::mutex durable_mu_;  // WaitDurable blocks on it; the flusher signals under it
+  std::atomic<int64_t> synced_revision_{0};  // written by the flusher only
+  std::mutex durable_mu_;  // WaitDurable and SyncThrough block on it; the flusher signals under it
   std::condition_variable durable_changed_;
   int durable_waiters_ = 0;  // guarded by durable_mu_
+
+  // SyncThrough's request: the highest revision someone waits to see synced. Raised with a CAS loop
+  // (seq_cst: part of the flusher's work check, the flusher_idle_ handshake), read by the flusher.
+  std::atomic<int64_t> sync_request_{0};
 
   // Failure: failed_ is the fast check (seq_cst store, after failure_ is set under failure_mu_).
   std::atomic<bool> failed_{false};

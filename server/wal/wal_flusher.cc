@@ -35,10 +35,16 @@ bool Wal::IntervalSyncDue() const {
          std::chrono::steady_clock::now() >= flusher_.last_sync + options_.fsync_interval;
 }
 
+bool Wal::SyncRequested() const {
+  // seq_cst load: the flusher_idle_ handshake (wal.h). synced_revision_ is the flusher's own.
+  return sync_request_.load(std::memory_order_seq_cst) > synced_revision_.load(std::memory_order_relaxed) &&
+         !failed();
+}
+
 bool Wal::HasWork() {
   // seq_cst loads: the flusher_idle_ handshake (wal.h).
   return buffer_.tail() != flusher_.flush_pos || closing_.load(std::memory_order_seq_cst) ||
-         !callbacks_.QueueEmpty() || IntervalSyncDue();
+         !callbacks_.QueueEmpty() || IntervalSyncDue() || SyncRequested();
 }
 
 void Wal::WaitForWork() {
@@ -69,6 +75,11 @@ void Wal::FlusherMain() {
     }
     if (IntervalSyncDue()) {
       if (absl::Status s = SyncSegment(); !s.ok()) EnterFailedState(s);
+      WakeDurableWaiters();
+    }
+    if (SyncRequested() && flusher_.written_revision >= sync_request_.load(std::memory_order_seq_cst)) {
+      if (absl::Status s = SyncForRequest(); !s.ok()) EnterFailedState(s);
+      WakeDurableWaiters();
     }
     RunCallbacks();
     if (closing_.load(std::memory_order_seq_cst) && buffer_.tail() == flusher_.flush_pos) break;
@@ -167,13 +178,26 @@ absl::Status Wal::SyncSegment() {
   fsyncs_.fetch_add(1, std::memory_order_relaxed);
   f.unsynced = false;
   f.last_sync = end;
-  synced_revision_.store(f.written_revision, std::memory_order_relaxed);
+  synced_revision_.store(f.written_revision, std::memory_order_release);
   return absl::OkStatus();
 }
 
+// SyncThrough's sync, in any mode: what kNone left unsynced (closed segments, the directory entries of
+// new segments), then the current segment. SyncSegment publishes the synced revision.
+absl::Status Wal::SyncForRequest() {
+  if (absl::Status s = SyncClosedSegments(); !s.ok()) return s;
+  return SyncSegment();
+}
+
 void Wal::AdvanceDurable(WalLsn lsn, int64_t revision) {
-  durable_revision_.store(revision, std::memory_order_relaxed);
+  durable_revision_.store(revision, std::memory_order_release);
   durable_lsn_.store(lsn, std::memory_order_release);
+  WakeDurableWaiters();
+}
+
+void Wal::WakeDurableWaiters() {
+  // Waiters check durable_lsn_ / synced_revision_ under durable_mu_; the stores above happen before
+  // this lock, so a waiter either saw them or is waiting when the signal comes.
   std::lock_guard<std::mutex> lock(durable_mu_);
   if (durable_waiters_ > 0) durable_changed_.notify_all();
 }
@@ -184,6 +208,9 @@ void Wal::EnterFailedState(const absl::Status& cause) {
     if (!failure_.ok()) return;
     failure_ = absl::Status(cause.code(),
                             absl::StrCat("wal: ", cause.message(), "; writes are disabled until restart"));
+    // Keep the payloads (the errno, see ErrnoOf), so callers can tell a full disk from a broken one.
+    cause.ForEachPayload(
+        [this](absl::string_view url, const absl::Cord& payload) { failure_.SetPayload(url, payload); });
   }
   failed_.store(true, std::memory_order_seq_cst);
   buffer_.Shutdown();  // blocked Reserve calls return the failure
@@ -201,6 +228,11 @@ absl::Status Wal::SyncClosedSegments() {
   Flusher& f = flusher_;
   if (f.unsynced_segments.empty()) return absl::OkStatus();
   for (int64_t first_revision : f.unsynced_segments) {
+    {
+      // A segment RemoveSegmentsUpTo has deleted needs no sync (and opening it would create it again).
+      std::lock_guard<std::mutex> lock(segments_mu_);
+      if (std::find(segments_.begin(), segments_.end(), first_revision) == segments_.end()) continue;
+    }
     const std::string path = JoinPath(options_.dir, wal_format::SegmentFileName(first_revision));
     absl::StatusOr<std::unique_ptr<WritableFile>> file = fs_->OpenWritable(path, OpenMode::kAppend);
     if (!file.ok()) return file.status();

@@ -328,8 +328,8 @@ class RequestGenerator {
     r.set_range_end(RandomRangeEnd(r.key()));
     if (!in_txn) {
       r.set_revision(RandomReadRevision());
-    } else if (Chance(0.04)) {
-      r.set_revision(Uniform(1, model_.Revision() + 2));  // refused inside a Txn (revkv)
+    } else if (Chance(0.08)) {
+      r.set_revision(RandomReadRevision());  // served at that revision, as etcd does
     }
     const double l = Real();
     if (l < 0.3) {
@@ -375,7 +375,6 @@ class RequestGenerator {
     const int max_ops = profile_.max_ops_per_branch;
     AddOps(t.mutable_success(), static_cast<int>(Uniform(0, max_ops)), depth);
     AddOps(t.mutable_failure(), static_cast<int>(Uniform(0, max_ops - 1)), depth);
-    if (depth == 0 && HasPut(t)) ClearRangeRevisions(&t);
     return t;
   }
 
@@ -531,26 +530,6 @@ class RequestGenerator {
         default:
           if (!Chance(0.3)) *op->mutable_request_range() = RandomRange(true);
           break;  // else an empty op
-      }
-    }
-  }
-
-  // Whether any branch at any depth puts (a Range with a revision goes only into Txns without puts, where
-  // etcd's order of checks and revkv's cannot differ).
-  static bool HasPut(const etcdserverpb::TxnRequest& t) {
-    for (const auto* ops : {&t.success(), &t.failure()}) {
-      for (const auto& op : *ops) {
-        if (op.has_request_put()) return true;
-        if (op.has_request_txn() && HasPut(op.request_txn())) return true;
-      }
-    }
-    return false;
-  }
-  static void ClearRangeRevisions(etcdserverpb::TxnRequest* t) {
-    for (auto* ops : {t->mutable_success(), t->mutable_failure()}) {
-      for (auto& op : *ops) {
-        if (op.has_request_range()) op.mutable_request_range()->set_revision(0);
-        if (op.has_request_txn()) ClearRangeRevisions(op.mutable_request_txn());
       }
     }
   }
@@ -944,7 +923,8 @@ TEST_F(ModelTest, MalformedRequestsMatch) {
 }
 
 TEST_F(ModelTest, RangeRevisionsInsideTxnsMatch) {
-  // revkv refuses a Range with a revision in a Txn (reference_model.h, difference 2), on the taken path.
+  // etcd serves a Range with a revision inside a Txn at that revision, after checkRange on the taken path
+  // (future and compacted revisions fail the whole Txn before anything is applied).
   RunSequence({
       PutReq(R"pb(key: "a" value: "1")pb"),
       PutReq(R"pb(key: "a" value: "2")pb"),
@@ -955,6 +935,24 @@ TEST_F(ModelTest, RangeRevisionsInsideTxnsMatch) {
       TxnReq(R"pb(success { request_txn { success { request_range { key: "a" revision: 3 } } } })pb"),
       TxnReq(R"pb(success { request_delete_range { key: "a" } }
                   success { request_range { key: "a" revision: 2 } })pb"),
+      // The revision before the Txn does not show the Txn's own writes; revision 0 and negative ones do.
+      TxnReq(R"pb(success { request_put { key: "b" value: "x" } }
+                  success { request_range { key: "a" range_end: "c" revision: 4 } }
+                  success { request_range { key: "a" range_end: "c" } }
+                  success { request_range { key: "a" range_end: "c" revision: -1 } })pb"),
+      // A future revision, on the taken path only, fails the Txn and its Put is not applied.
+      TxnReq(R"pb(success { request_put { key: "c" value: "y" } }
+                  success { request_range { key: "a" revision: 99 } })pb"),
+      TxnReq(R"pb(compare { key: "b" target: VALUE result: EQUAL value: "x" }
+                  success { request_range { key: "b" revision: 4 } }
+                  failure { request_range { key: "b" revision: 99 } })pb"),
+      // Compacted revisions, and negative ones once anything was compacted, fail the Txn.
+      CompactReq(3),
+      TxnReq(R"pb(success { request_put { key: "c" value: "z" } }
+                  success { request_range { key: "a" revision: 2 } })pb"),
+      TxnReq(R"pb(success { request_range { key: "a" revision: 3 } })pb"),
+      TxnReq(R"pb(success { request_range { key: "a" revision: -2 } })pb"),
+      RangeReq(R"pb(key: "c")pb"),
   });
 }
 

@@ -33,11 +33,6 @@ absl::Status ErrFutureRev() {
   return absl::OutOfRangeError("etcdserver: mvcc: required revision is a future revision");
 }
 absl::Status ErrLeaseNotFound() { return absl::NotFoundError("etcdserver: requested lease not found"); }
-// revkv's own (reference_model.h, difference 2).
-absl::Status ErrRangeRevisionInTxn() {
-  return absl::InvalidArgumentError(
-      "revkv: a Range inside a Txn cannot name a revision; read at a revision with a Range outside a Txn");
-}
 
 // ----- request checks: v3rpc/key.go checkRangeRequest ... checkTxnRequest ---------------------------
 
@@ -486,7 +481,9 @@ absl::Status ReferenceModel::CheckPutsOnPath(const etcdserverpb::TxnRequest& t, 
   return absl::OkStatus();
 }
 
-// checkRequests(..., a.checkRange), with revkv's refusal of past revisions (difference 2).
+// checkRequests(..., a.checkRange): a revision past the one before the Txn (rv.Rev()) is a future one,
+// one before the oldest readable (rv.FirstRev(); the history window counts as compacted, difference 4)
+// is compacted; revision 0 is not checked.
 absl::Status ReferenceModel::CheckRangesOnPath(const etcdserverpb::TxnRequest& t,
                                                const std::vector<bool>& path, size_t* at) const {
   const bool ok = path[(*at)++];
@@ -495,7 +492,10 @@ absl::Status ReferenceModel::CheckRangesOnPath(const etcdserverpb::TxnRequest& t
       if (absl::Status s = CheckRangesOnPath(op.request_txn(), path, at); !s.ok()) return s;
       continue;
     }
-    if (op.has_request_range() && op.request_range().revision() != 0) return ErrRangeRevisionInTxn();
+    if (!op.has_request_range() || op.request_range().revision() == 0) continue;
+    const int64_t rev = op.request_range().revision();
+    if (rev > revision_) return ErrFutureRev();
+    if (rev < OldestReadableRevision()) return ErrCompacted();
   }
   return absl::OkStatus();
 }
@@ -509,10 +509,14 @@ absl::Status ReferenceModel::ApplyTxn(const etcdserverpb::TxnRequest& t, const s
     etcdserverpb::ResponseOp* r = out->add_responses();
     switch (op.request_case()) {
       case RequestOp::kRequestRange: {
-        // storeTxnWrite.Range reads (and reports) the next revision once the Txn changed something.
+        // storeTxnWrite.Range reads (and reports) the next revision once the Txn changed something;
+        // rangeKeys reads at the revision asked for if it is positive (checkRange made sure it is
+        // readable and not after the Txn's start, so it never shows the Txn's own writes), else now.
         const int64_t rev = w->changed ? w->begin_revision + 1 : w->begin_revision;
         const auto& rr = op.request_range();
-        *r->mutable_response_range() = RangeOver(Select(w->state, SpanOf(rr.key(), rr.range_end())), rr, rev);
+        const KeySpan span = SpanOf(rr.key(), rr.range_end());
+        *r->mutable_response_range() =
+            RangeOver(rr.revision() > 0 ? SelectAt(rr.revision(), span) : Select(w->state, span), rr, rev);
         break;
       }
       case RequestOp::kRequestPut:

@@ -10,9 +10,8 @@
 // Where revkv intentionally differs from etcd, the model follows revkv's documented behaviour:
 //  1. Sorting is stable (etcd uses Go's unstable sort.Sort): key-values with equal sort targets stay in
 //     ascending key order, and DESCEND reverses only the comparison, not the order of equal targets.
-//  2. A Range with a revision != 0 inside a Txn is refused with InvalidArgument "revkv: a Range inside
-//     a Txn cannot name a revision; ..." (etcd reads that revision). The model raises it where etcd
-//     checks Range revisions (checkRequests(checkRange), after the Put checks, on the taken path only).
+//  2. (None any more: a Range with a revision inside a Txn is served at that revision, as etcd does,
+//     after etcd's checkRange on the taken path. revkv used to refuse it.)
 //  3. revkv grants no leases, so a Put with a lease (not ignore_lease) is always NotFound "etcdserver:
 //     requested lease not found", as etcd answers for a lease it never granted; every key's lease is 0.
 //  4. History retention (history_revisions = H > 0): a read below revision current - H + 1 is

@@ -163,6 +163,86 @@ TEST_F(StoreTest, ErrorsCarryEtcdMessages) {
   EXPECT_TRUE(store_->Range(old).ok());
 }
 
+TEST_F(StoreTest, RequestsOverTheSizeLimitAreTooLargeAndChangeNothing) {
+  // etcd checks the size of every request that goes through raft: Put, DeleteRange and Txn.
+  store_.reset();
+  StoreOptions small;
+  small.max_request_bytes = 100;
+  auto created = Store::Create(small, nullptr);
+  ASSERT_TRUE(created.ok()) << created.status();
+  store_ = std::move(*created);
+  const std::string too_large = "etcdserver: request is too large";
+
+  etcdserverpb::PutRequest put;
+  put.set_key("k");
+  put.set_value(std::string(120, 'v'));
+  auto p = store_->Put(put);
+  EXPECT_EQ(p.status().code(), absl::StatusCode::kInvalidArgument);
+  EXPECT_EQ(p.status().message(), too_large);
+
+  etcdserverpb::DeleteRangeRequest del;
+  del.set_key(std::string(60, 'a'));
+  del.set_range_end(std::string(60, 'z'));
+  auto d = store_->DeleteRange(del);
+  EXPECT_EQ(d.status().code(), absl::StatusCode::kInvalidArgument);
+  EXPECT_EQ(d.status().message(), too_large);
+
+  etcdserverpb::TxnRequest txn;
+  for (const char* k : {"x", "y"}) {
+    auto* op = txn.add_success()->mutable_request_put();
+    op->set_key(k);
+    op->set_value(std::string(50, 'v'));
+  }
+  auto t = store_->Txn(txn);
+  EXPECT_EQ(t.status().code(), absl::StatusCode::kInvalidArgument);
+  EXPECT_EQ(t.status().message(), too_large);
+  EXPECT_EQ(store_->Revision(), 1);
+  EXPECT_EQ(Get("k").kvs_size(), 0);
+
+  // Just under the limit, each one works.
+  put.set_value(std::string(80, 'v'));
+  ASSERT_TRUE(store_->Put(put).ok());
+  del.set_key("k");
+  del.set_range_end(std::string(80, 'l'));
+  auto under = store_->DeleteRange(del);
+  ASSERT_TRUE(under.ok()) << under.status();
+  EXPECT_EQ(under->response.deleted(), 1);
+  EXPECT_EQ(store_->Revision(), 3);
+}
+
+TEST_F(StoreTest, ARangeAtARevisionInsideAWriteTxnReadsThatRevision) {
+  Put("a", "1");  // revision 2
+  Put("a", "2");  // revision 3
+  etcdserverpb::TxnRequest txn;
+  auto* put = txn.add_success()->mutable_request_put();
+  put->set_key("a");
+  put->set_value("3");
+  for (int64_t rev : {2, 3, 0}) {
+    auto* r = txn.add_success()->mutable_request_range();
+    r->set_key("a");
+    r->set_revision(rev);
+  }
+  auto res = store_->Txn(txn);
+  ASSERT_TRUE(res.ok()) << res.status();
+  ASSERT_EQ(res->response.responses_size(), 4);
+  const std::vector<std::string> expected = {"1", "2", "3"};
+  for (int i = 0; i < 3; ++i) {
+    const auto& range = res->response.responses(i + 1).response_range();
+    ASSERT_EQ(range.kvs_size(), 1) << i;
+    EXPECT_EQ(range.kvs(0).value(), expected[static_cast<size_t>(i)]);
+    EXPECT_EQ(range.header().revision(), 4);  // the Txn's revision, as etcd reports it
+  }
+  EXPECT_EQ(res->response.responses(1).response_range().kvs(0).mod_revision(), 2);
+  EXPECT_EQ(res->response.responses(3).response_range().kvs(0).mod_revision(), 4);
+
+  // A future revision fails the whole Txn: its Put is not applied.
+  txn.mutable_success(1)->mutable_request_range()->set_revision(5);
+  auto future = store_->Txn(txn);
+  EXPECT_EQ(future.status().message(), "etcdserver: mvcc: required revision is a future revision");
+  EXPECT_EQ(store_->Revision(), 4);
+  EXPECT_EQ(Get("a").kvs(0).value(), "3");
+}
+
 TEST_F(StoreTest, ARangeOver100kKeysSeesOneStateWhileTwoThreadsWrite) {
   const int n = 100'000;
   // Load in Txns of 100 puts; every value is 10, so the sum is 10 * n in every state.
