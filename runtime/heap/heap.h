@@ -66,7 +66,17 @@ enum HeaderFlag : uint16_t {
 
 // The header every heap object begins with. Thread-safety: size and type are immutable after
 // allocation; flags and h_revision are atomics, written as documented at each site that writes them.
+//
+// Layout: the first word holds size, type and flags, the second h_revision. The order matters: a filler
+// (a gap in a chunk, HeaderAccess::InitFiller) writes only the first word, so an 8-byte gap is a valid
+// filler and never touches the object after it.
 class Object {
+ private:
+  friend struct HeaderAccess;
+  uint32_t size_;
+  TypeId type_;
+  std::atomic<uint16_t> flags_;
+
  public:
   Object(const Object&) = delete;
   Object& operator=(const Object&) = delete;
@@ -96,12 +106,6 @@ class Object {
 
  protected:
   Object() = default;  // objects are created only by the heap
-
- private:
-  friend struct HeaderAccess;
-  uint32_t size_;
-  TypeId type_;
-  std::atomic<uint16_t> flags_;
 };
 static_assert(sizeof(Object) == 16);
 

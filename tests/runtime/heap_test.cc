@@ -7,6 +7,7 @@
 #include <cstring>
 #include <vector>
 
+#include "runtime/heap/object_format.h"
 #include "tests/runtime/test_support.h"
 
 namespace revkv::runtime::testing {
@@ -26,6 +27,24 @@ TEST_F(HeapTest, NewObjectsAreZeroedLocalAndUnrevisioned) {
   EXPECT_EQ(n->value, 0);
   EXPECT_TRUE(IsInNursery(n));
   EXPECT_TRUE(IsHeapAddress(n));
+}
+
+// A filler covers a gap between objects in a chunk. The smallest gap is 8 bytes, so a filler must be
+// written within its first 8 bytes: the word that holds size, type and flags comes first in every
+// header, and h_revision second. (With h_revision first, an 8-byte filler wrote the next object's
+// h_revision, and a chunk with such a hole held a head whose h_revision read as a pointer to 8.)
+TEST_F(HeapTest, AnEightByteFillerDoesNotTouchTheObjectAfterIt) {
+  alignas(16) unsigned char buffer[32];
+  std::memset(buffer, 0xAB, sizeof buffer);
+  HeaderAccess::InitFiller(buffer, 8);
+  EXPECT_TRUE(IsFiller(buffer));
+  EXPECT_EQ(SizeAt(buffer), 8u);
+  for (size_t i = 8; i < sizeof buffer; ++i) EXPECT_EQ(buffer[i], 0xAB) << "byte " << i << " overwritten";
+
+  Node* n = MustNew<Node>();
+  const auto* base = reinterpret_cast<const unsigned char*>(n);
+  EXPECT_EQ(reinterpret_cast<const unsigned char*>(&n->h_revision) - base, 8)
+      << "h_revision must follow the size/type/flags word";
 }
 
 TEST_F(HeapTest, TypeDescriptorListsReferenceOffsets) {
