@@ -33,10 +33,10 @@ constexpr uint16_t kMadeGlobalClears = kWritten | kPossiblyOutdated;
 class NurseryCollector final : public Relocator {
  public:
   NurseryCollector(ThreadContext* self, CollectionKind kind, std::vector<Object*>* new_versioned = nullptr)
-      : self_(self), kind_(kind), new_versioned_(new_versioned) {
-    sorted_nursery_ = self->heap.nursery_chunks();
-    std::sort(sorted_nursery_.begin(), sorted_nursery_.end());
-  }
+      : self_(self),
+        kind_(kind),
+        new_versioned_(new_versioned),
+        sorted_nursery_(self->heap.SortedNurseryChunks()) {}
 
   Object* Relocate(Object* o) override { return Forward(o); }
 
@@ -223,7 +223,9 @@ class NurseryCollector final : public Relocator {
   ThreadContext* self_;
   CollectionKind kind_;
   std::vector<Object*>* new_versioned_;
-  std::vector<char*> sorted_nursery_;
+  // The nursery as it was when the collection started (promotions in place change the heap's list only
+  // after the last Forward; the cached sort is redone at the next collection).
+  const std::vector<char*>& sorted_nursery_;
   ScanQueue queue_;
   std::vector<char*> in_place_chunks_;
 };

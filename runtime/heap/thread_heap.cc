@@ -35,6 +35,7 @@ bool ThreadHeap::FillNursery(size_t bytes, uint16_t owner) {
     char* chunk = PageSpace::Get().AcquireChunk(ChunkKind::kNursery, owner);
     if (chunk == nullptr) break;
     nursery_chunks_.push_back(chunk);
+    sorted_nursery_stale_ = true;
   }
   if (nursery_chunks_.empty()) return false;
   if (nursery_.cursor == nullptr) {
@@ -111,6 +112,8 @@ void ThreadHeap::ResetNursery() {
       char* chunk = PageSpace::Get().AcquireChunk(ChunkKind::kNursery, owner);
       if (chunk == nullptr) break;
       nursery_chunks_.push_back(chunk);
+      sorted_nursery_stale_ = true;
+      sorted_nursery_stale_ = true;
     }
   }
   nursery_index_ = 0;
@@ -124,6 +127,15 @@ void ThreadHeap::ResetNursery() {
   nursery_.to_chunk_end = true;
 }
 
+const std::vector<char*>& ThreadHeap::SortedNurseryChunks() {
+  if (sorted_nursery_stale_) {
+    sorted_nursery_chunks_ = nursery_chunks_;
+    std::sort(sorted_nursery_chunks_.begin(), sorted_nursery_chunks_.end());
+    sorted_nursery_stale_ = false;
+  }
+  return sorted_nursery_chunks_;
+}
+
 void ThreadHeap::PromoteNurseryChunk(char* chunk, uint16_t owner) {
   auto it = std::find(nursery_chunks_.begin(), nursery_chunks_.end(), chunk);
   if (it == nursery_chunks_.end()) return;
@@ -131,6 +143,7 @@ void ThreadHeap::PromoteNurseryChunk(char* chunk, uint16_t owner) {
   PageSpace::Get().SetChunkKind(chunk, ChunkKind::kOld);
   ChunkInfoOf(chunk).owner = 0;
   char* replacement = PageSpace::Get().AcquireChunk(ChunkKind::kNursery, owner);
+  sorted_nursery_stale_ = true;
   if (replacement != nullptr) {
     *it = replacement;
   } else {
@@ -144,6 +157,7 @@ void ThreadHeap::PromoteNurseryChunk(char* chunk, uint16_t owner) {
 void ThreadHeap::ReleaseNursery() {
   for (char* chunk : nursery_chunks_) PageSpace::Get().ReleaseChunk(chunk);
   nursery_chunks_.clear();
+  sorted_nursery_stale_ = true;
   nursery_ = BumpRegion();
   nursery_index_ = 0;
   old_.Retire();

@@ -87,6 +87,10 @@ class ThreadHeap {
   void ReleaseNursery();
 
   const std::vector<char*>& nursery_chunks() const { return nursery_chunks_; }
+  // The same chunks sorted by address, for membership tests by binary search. Cached: sorted again
+  // only after the set of nursery chunks changed (a promotion in place, a top-up), not at every
+  // collection. The reference stays valid until the next call.
+  const std::vector<char*>& SortedNurseryChunks();
   // The chunk the nursery cursor is in (nullptr if none) and the cursor: that chunk's real fringe.
   char* CurrentNurseryChunk() const {
     return nursery_.cursor == nullptr || nursery_chunks_.empty() ? nullptr : nursery_chunks_[nursery_index_];
@@ -104,8 +108,10 @@ class ThreadHeap {
   bool NextHole(size_t size);
   char* FirstNurseryStart() const { return nursery_chunks_.empty() ? nullptr : nursery_chunks_[0]; }
 
-  std::vector<char*> nursery_chunks_;  // chunk bases, in allocation order
-  size_t nursery_index_ = 0;           // chunk the cursor is in
+  std::vector<char*> nursery_chunks_;         // chunk bases, in allocation order
+  std::vector<char*> sorted_nursery_chunks_;  // nursery_chunks_ by address, unless stale
+  bool sorted_nursery_stale_ = true;          // nursery_chunks_ changed since the last sort
+  size_t nursery_index_ = 0;                  // chunk the cursor is in
   size_t nursery_target_chunks_ = 0;
   BumpRegion nursery_;  // to_chunk_end always true
   BumpRegion old_;
