@@ -69,6 +69,12 @@ void CollectMinor() {
   RunMinorCollection(self, "requested");
 }
 
+MajorCollectionDeferral::MajorCollectionDeferral() { PageSpace::Get().DeferMajorTrigger(1); }
+MajorCollectionDeferral::~MajorCollectionDeferral() {
+  PageSpace::Get().DeferMajorTrigger(-1);
+  PageSpace::Get().CheckMajorTrigger();  // what growth deferred is wanted at the next poll
+}
+
 void RunWantedMajorCollection() {
   ThreadContext* self = CurrentThread();
   const uint64_t generation = MajorGeneration();

@@ -106,6 +106,18 @@ void CollectMajor();
 // Runs a minor collection of the calling thread's nursery now. Reaches a safepoint first.
 void CollectMinor();
 
+// While an instance lives, the heap's growth triggers no major collection below 7/8 of the heap
+// maximum; explicit collections and exhaustion still collect. For bulk loads (recovery), whose objects
+// nearly all stay live: each collection in the middle would copy the growing live set for nothing.
+// Garbage made meanwhile waits for the first collection after the scope. Thread-safe; scopes nest.
+class MajorCollectionDeferral {
+ public:
+  MajorCollectionDeferral();
+  ~MajorCollectionDeferral();
+  MajorCollectionDeferral(const MajorCollectionDeferral&) = delete;
+  MajorCollectionDeferral& operator=(const MajorCollectionDeferral&) = delete;
+};
+
 // ---------------------------------------------------------------------------------------------------
 // 3. Local collection (the STM's commit-time entry point)
 // ---------------------------------------------------------------------------------------------------

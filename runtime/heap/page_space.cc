@@ -217,7 +217,13 @@ void PageSpace::FreeLargeRun(PageHeader* page, size_t head) {
 }
 
 void PageSpace::CheckMajorTrigger() {
-  if (InUseBytes() >= next_major_trigger_.load(std::memory_order_relaxed)) {
+  size_t trigger = next_major_trigger_.load(std::memory_order_relaxed);
+  // Relaxed: a deferral is a hint about the allocation to come; a late view only moves one trigger.
+  if (trigger_deferrals_.load(std::memory_order_relaxed) > 0) {
+    const size_t max = max_pages_.load(std::memory_order_relaxed) * kPageSize;
+    trigger = std::max(trigger, max - max / 8);
+  }
+  if (InUseBytes() >= trigger) {
     internal::g_poll_word.fetch_or(internal::kMajorWanted, std::memory_order_relaxed);
   }
 }

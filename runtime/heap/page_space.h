@@ -69,6 +69,11 @@ class PageSpace {
   void RebuildAfterCollection();
   void SetPinnedFigures(size_t pinned_bytes, size_t pinned_chunks);
   void SetNextMajorTrigger(size_t in_use_bytes) { next_major_trigger_.store(in_use_bytes); }
+  // While deferred (a count > 0), growth triggers a major collection only at 7/8 of the maximum.
+  // Thread-safe.
+  void DeferMajorTrigger(int delta) { trigger_deferrals_.fetch_add(delta, std::memory_order_relaxed); }
+  // Asks for a major collection (at the next poll) if the bytes in use reached the trigger. Thread-safe.
+  void CheckMajorTrigger();
   size_t NextMajorTrigger() const { return next_major_trigger_.load(std::memory_order_relaxed); }
 
  private:
@@ -78,7 +83,6 @@ class PageSpace {
   PageHeader* TakePageLocked(PageKind kind);  // nullptr at the maximum
   bool ReserveSegmentLocked();
   void ReturnPageLocked(PageHeader* page);
-  void CheckMajorTrigger();
 
   struct Segment {
     std::atomic<uintptr_t> base{0};
@@ -104,6 +108,7 @@ class PageSpace {
   std::atomic<size_t> pinned_bytes_{0};
   std::atomic<size_t> pinned_chunks_{0};
   std::atomic<size_t> next_major_trigger_{size_t{64} << 20};
+  std::atomic<int> trigger_deferrals_{0};  // MajorCollectionDeferral scopes alive
 };
 
 }  // namespace revkv::runtime

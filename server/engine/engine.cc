@@ -60,6 +60,10 @@ absl::StatusOr<std::unique_ptr<Engine>> Engine::Open(const EngineOptions& option
 
 absl::Status Engine::Recover(RecoveryReport* report) {
   const auto start = std::chrono::steady_clock::now();
+  // Recovery only adds live data (and some garbage: superseded tree nodes): a major collection each
+  // time the heap doubles would copy the growing store again and again. The first collection after
+  // recovery reclaims the garbage; near the heap maximum growth still collects.
+  runtime::MajorCollectionDeferral bulk_load;
   absl::StatusOr<std::unique_ptr<Store>> store = Store::Create(options_.store, nullptr);
   if (!store.ok()) return store.status();
   store_ = std::move(*store);

@@ -7,14 +7,18 @@
 
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <atomic>
 #include <cstring>
 #include <functional>
 #include <memory>
+#include <mutex>
+#include <string>
 #include <vector>
 
 #include "runtime/gc/collector.h"
 #include "runtime/heap/heap.h"
+#include "runtime/heap/page_space.h"
 #include "tests/runtime/test_support.h"
 
 namespace revkv::runtime::testing {
@@ -232,6 +236,84 @@ TEST_F(GcTest, GarbageIsReclaimedWithinTheHeapMaximum) {
   EXPECT_LE(peak_committed, max);
   EXPECT_GT(stats.collections[static_cast<int>(CollectionKind::kMajor)], 0u);
   EXPECT_GT(stats.collections[static_cast<int>(CollectionKind::kMinor)], 10u);
+}
+
+uint64_t MajorCollections() {
+  return GetGcStatistics(0).collections[static_cast<int>(CollectionKind::kMajor)];
+}
+
+// Grows a list of live nodes from `head` by `bytes`.
+void GrowLiveList(Root<Node>& head, size_t bytes) {
+  for (size_t done = 0; done < bytes; done += sizeof(Node)) head.set(NewNode(1, head.get()));
+}
+
+// Bytes of allocation that take the heap past its next major trigger.
+size_t BytesPastTheMajorTrigger() {
+  const size_t in_use = PageSpace::Get().InUseBytes();
+  const size_t trigger = PageSpace::Get().NextMajorTrigger();
+  return (trigger > in_use ? trigger - in_use : 0) + (size_t{8} << 20);
+}
+
+// A bulk load of live objects: growth past the major trigger collects (the control)...
+TEST_F(GcTest, GrowthPastTheMajorTriggerCollects) {
+  Root<Node> head;
+  const uint64_t before = MajorCollections();
+  GrowLiveList(head, BytesPastTheMajorTrigger());
+  EXPECT_GT(MajorCollections(), before);
+}
+
+// ... but not while a deferral lives; once the scope ends, the deferred collection comes at the next
+// poll.
+TEST_F(GcTest, ADeferralHoldsOffMajorCollectionsThatGrowthWouldTrigger) {
+  Root<Node> head;
+  const uint64_t before = MajorCollections();
+  const size_t grown = BytesPastTheMajorTrigger();
+  {
+    MajorCollectionDeferral deferral;
+    GrowLiveList(head, grown);
+    EXPECT_EQ(MajorCollections(), before) << "a deferred trigger collected";
+  }
+  GrowLiveList(head, 4 * Options().nursery_bytes);  // polls at every nursery chunk
+  EXPECT_GT(MajorCollections(), before) << "the deferred collection did not come after the scope";
+  size_t n = 0;
+  for (Node* p = head.get(); p != nullptr; p = static_cast<Node*>(p->left.Load())) ++n;
+  EXPECT_EQ(n, (grown + sizeof(Node) - 1) / sizeof(Node) +
+                   (4 * Options().nursery_bytes + sizeof(Node) - 1) / sizeof(Node));
+}
+
+// A deferral never makes the heap run out: near the maximum, growth collects anyway.
+TEST_F(GcTest, ADeferralStillCollectsNearTheHeapMaximum) {
+  MajorCollectionDeferral deferral;
+  const size_t max = Options().max_heap_bytes;
+  const size_t kSlots = 16384;  // most of a nursery survives each minor collection
+  // Old garbage: nodes that live through a minor collection in the slots of a fan, then are replaced.
+  absl::StatusOr<Fan*> fan_or = NewWithTail<Fan>(kSlots * sizeof(void*));
+  ASSERT_TRUE(fan_or.ok());
+  Root<Fan> fan(*fan_or);
+  fan->count = kSlots;
+  const uint64_t before = MajorCollections();
+  std::mutex mu;
+  std::vector<std::string> reasons;
+  const int listener = AddCollectionListener(
+      [&](const CollectionRecord& r) {
+        std::lock_guard<std::mutex> lock(mu);
+        reasons.push_back(r.reason);
+      },
+      1u << static_cast<int>(CollectionKind::kMajor));
+  size_t peak = 0;
+  for (size_t allocated = 0, i = 0; allocated < 4 * max; allocated += sizeof(Node), ++i) {
+    absl::StatusOr<Node*> n = New<Node>();
+    ASSERT_TRUE(n.ok()) << "after " << allocated << " bytes: " << n.status();
+    fan->slots()[i % kSlots].Store(*n);
+    peak = std::max(peak, GetHeapUsage().committed_bytes);
+  }
+  EXPECT_GT(MajorCollections(), before) << "old garbage near the maximum was to be collected";
+  RemoveCollectionListener(listener);
+  // By the trigger at 7/8 of the maximum, before the heap ran out.
+  std::lock_guard<std::mutex> lock(mu);
+  EXPECT_NE(std::count(reasons.begin(), reasons.end(), "heap growth"), 0) << "only exhaustion collected";
+  EXPECT_LE(peak, max);
+  EXPECT_EQ(GetGcStatistics(0).allocation_failures, 0u);
 }
 
 // Grows a list from `head` until allocation fails; returns the failure. Runs in its own frame so the
