@@ -182,6 +182,10 @@ int Main(int argc, char** argv) {
   size_t nursery_kib = 0;
   app.add_option("--revkv-nursery-kib", nursery_kib,
                  "revkv nursery per thread (default: HeapOptions' 4 MiB)");
+  bool no_reserve = false;
+  app.add_flag("--revkv-no-evacuation-reserve", no_reserve,
+               "revkv: return free pages to the OS after a major collection instead of keeping them for "
+               "the next evacuation (HeapOptions::retain_evacuation_reserve = false)");
   app.add_flag("--json", json_stdout, "print JSON on stdout instead of the tables");
   app.add_option("--json-file", json_file, "also write the JSON to this file");
   std::vector<std::string> merge_files;
@@ -200,6 +204,7 @@ int Main(int argc, char** argv) {
   }
   if (live_mib.empty()) live_mib = {16, 64, 128, 256};
   base.revkv_nursery_bytes = nursery_kib * 1024;
+  base.revkv_evacuation_reserve = !no_reserve;
   std::vector<Heap> heaps;
   for (const std::string& name : heap_names) {
     std::optional<Heap> h = ParseHeap(name);
@@ -283,7 +288,8 @@ int Main(int argc, char** argv) {
                 {"force_interval_ms", base.force_interval_ms},
                 {"forced_collections", base.forced_collections},
                 {"garbage_steps_between_forced", base.garbage_steps_between_forced},
-                {"revkv_nursery_bytes", base.revkv_nursery_bytes}}},
+                {"revkv_nursery_bytes", base.revkv_nursery_bytes},
+                {"revkv_evacuation_reserve", base.revkv_evacuation_reserve}}},
               {"results", medians},
               {"raw", raw}};
   if (json_stdout) {

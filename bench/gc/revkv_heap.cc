@@ -243,6 +243,7 @@ size_t RevkvNodeBytes() { return sizeof(BenchNode); }
 nlohmann::json RunRevkv(const WorkloadConfig& config) {
   runtime::HeapOptions requested;
   if (config.revkv_nursery_bytes > 0) requested.nursery_bytes = config.revkv_nursery_bytes;
+  requested.retain_evacuation_reserve = config.revkv_evacuation_reserve;
   const runtime::HeapOptions& options = runtime::InitializeRuntime(requested);
   const int listener = runtime::AddCollectionListener(OnCollection);
   nlohmann::json out;
@@ -261,6 +262,7 @@ nlohmann::json RunRevkv(const WorkloadConfig& config) {
   out["tree_bytes"] = config.live_nodes * out["node_bytes"].get<uint64_t>();
   out["heap_options"] = {{"max_heap_bytes", options.max_heap_bytes},
                          {"nursery_bytes", options.nursery_bytes},
+                         {"retain_evacuation_reserve", options.retain_evacuation_reserve},
                          {"min_major_trigger_bytes", options.min_major_trigger_bytes},
                          {"major_growth_factor", options.major_growth_factor}};
   out["collections"] = {{"minor", stats.collections[static_cast<int>(CollectionKind::kMinor)]},

@@ -27,6 +27,7 @@ void PageSpace::Configure(const HeapOptions& options) {
   // Segments of at least 64 pages, large enough that kMaxSegments of them cover the maximum.
   segment_pages_ = std::max<size_t>(64, (max_pages + kMaxSegments - 1) / kMaxSegments);
   retained_free_pages_ = options.retained_free_pages;
+  retain_evacuation_reserve_ = options.retain_evacuation_reserve;
   next_major_trigger_.store(std::min(options.min_major_trigger_bytes, max_pages * kPageSize));
 }
 
@@ -76,6 +77,7 @@ PageHeader* PageSpace::TakePageLocked(PageKind kind) {
   if (!warm_pages_.empty()) {
     page = warm_pages_.back();
     warm_pages_.pop_back();
+    warm_page_count_.store(warm_pages_.size(), std::memory_order_relaxed);
     std::memset(static_cast<void*>(page), 0, sizeof(PageHeader));  // stale header of an earlier use
   } else {
     if (cold_pages_.empty() && !ReserveSegmentLocked()) return nullptr;
@@ -96,8 +98,9 @@ void PageSpace::ReturnPageLocked(PageHeader* page) {
   for (size_t i = 1; i < kChunksPerPage; ++i)
     page->chunk_kind[i].store(ChunkKind::kFree, std::memory_order_relaxed);
   pages_in_use_.fetch_sub(1, std::memory_order_relaxed);
-  if (warm_pages_.size() < retained_free_pages_) {
+  if (warm_pages_.size() < RetentionLimitLocked()) {
     warm_pages_.push_back(page);
+    warm_page_count_.store(warm_pages_.size(), std::memory_order_relaxed);
   } else {
     port::Decommit(page, kPageSize);
     cold_pages_.push_back(page);
@@ -242,6 +245,7 @@ void PageSpace::RebuildAfterCollection() {
   hole_chunks_.clear();
   current_.store(nullptr, std::memory_order_relaxed);
   std::array<int64_t, 6> counts{};
+  std::vector<PageHeader*> emptied;  // returned once the retention limit is known
   auto rebuild = [&](std::vector<PageHeader*>& pages) {
     std::vector<PageHeader*> kept;
     for (PageHeader* page : pages) {
@@ -259,7 +263,7 @@ void PageSpace::RebuildAfterCollection() {
       }
       page->live_chunks = static_cast<uint32_t>(live);
       if (live == 0) {
-        ReturnPageLocked(page);
+        emptied.push_back(page);
         continue;
       }
       kept.push_back(page);
@@ -278,6 +282,20 @@ void PageSpace::RebuildAfterCollection() {
   };
   rebuild(small_pages_);
   rebuild(large_pages_);
+  // The next major collection evacuates about as many small pages as are live now.
+  const size_t in_use = small_pages_.size() + large_pages_.size();
+  const size_t max_pages = max_pages_.load(std::memory_order_relaxed);
+  evacuation_reserve_pages_ = retain_evacuation_reserve_
+                                  ? std::min(small_pages_.size(), max_pages > in_use ? max_pages - in_use : 0)
+                                  : 0;
+  for (PageHeader* page : emptied) ReturnPageLocked(page);
+  while (warm_pages_.size() > RetentionLimitLocked()) {  // the live set shrank
+    PageHeader* page = warm_pages_.back();
+    warm_pages_.pop_back();
+    port::Decommit(page, kPageSize);
+    cold_pages_.push_back(page);
+  }
+  warm_page_count_.store(warm_pages_.size(), std::memory_order_relaxed);
   for (size_t k = 0; k < counts.size(); ++k) chunks_by_kind_[k].store(counts[k], std::memory_order_relaxed);
   // Prefer the emptiest page's fresh chunks first.
   PageHeader* best = nullptr;
@@ -325,6 +343,7 @@ HeapUsage PageSpace::Usage() const {
   const size_t usable = pages_in_use_.load(std::memory_order_relaxed) * (kPageSize - kChunkSize);
   u.free_bytes = usable > used ? usable - used : 0;
   u.reserved_bytes = reserved_bytes_.load(std::memory_order_relaxed);
+  u.retained_bytes = warm_page_count_.load(std::memory_order_relaxed) * kPageSize;
   return u;
 }
 

@@ -3,8 +3,10 @@
 //
 // Address space is reserved in up to kMaxSegments segments, each a run of pages aligned at kPageSize;
 // a new segment is reserved only when every page of the existing ones is in use and the configured
-// maximum allows more. Pages are committed lazily by the OS and decommitted when free beyond
-// `retained_free_pages`.
+// maximum allows more. Pages are committed lazily by the OS. A free page stays committed ("warm") while
+// fewer than the retention limit are: `retained_free_pages`, or after a major collection (with
+// `retain_evacuation_reserve`) as many pages as the live small-object pages, so that the next
+// evacuation copies into pages that are already mapped. Beyond the limit, free pages are decommitted.
 //
 // Taking a chunk is one fetch_add on the current page's fresh-chunk counter; only when that page is
 // exhausted does a thread take the lock, to reuse a free chunk of a partly used page or to start a
@@ -14,6 +16,7 @@
 // calls while every other thread is stopped.
 #pragma once
 
+#include <algorithm>
 #include <array>
 #include <atomic>
 #include <cstddef>
@@ -65,7 +68,8 @@ class PageSpace {
   // Frees the run of the large object starting at chunk `head` of `page`.
   void FreeLargeRun(PageHeader* page, size_t head);
   // Recomputes the free-chunk and hole lists and the counters from the chunk kinds, returns empty
-  // pages (decommitting beyond the retained number) and resets the current page.
+  // pages (decommitting beyond the retention limit, which it first sets from the live small-object
+  // pages) and resets the current page.
   void RebuildAfterCollection();
   void SetPinnedFigures(size_t pinned_bytes, size_t pinned_chunks);
   void SetNextMajorTrigger(size_t in_use_bytes) { next_major_trigger_.store(in_use_bytes); }
@@ -83,6 +87,7 @@ class PageSpace {
   PageHeader* TakePageLocked(PageKind kind);  // nullptr at the maximum
   bool ReserveSegmentLocked();
   void ReturnPageLocked(PageHeader* page);
+  size_t RetentionLimitLocked() const { return std::max(retained_free_pages_, evacuation_reserve_pages_); }
 
   struct Segment {
     std::atomic<uintptr_t> base{0};
@@ -94,8 +99,11 @@ class PageSpace {
   std::atomic<int> segment_count_{0};
   size_t segment_pages_ = 64;
   size_t retained_free_pages_ = 4;
-  std::vector<PageHeader*> warm_pages_;  // free and still committed (content is stale)
-  std::vector<PageHeader*> cold_pages_;  // free and decommitted or never touched (zero)
+  bool retain_evacuation_reserve_ = true;
+  size_t evacuation_reserve_pages_ = 0;     // set by RebuildAfterCollection
+  std::atomic<size_t> warm_page_count_{0};  // warm_pages_.size(), for Usage() without the lock
+  std::vector<PageHeader*> warm_pages_;     // free and still committed (content is stale)
+  std::vector<PageHeader*> cold_pages_;     // free and decommitted or never touched (zero)
   std::vector<PageHeader*> small_pages_;
   std::vector<PageHeader*> large_pages_;
   std::vector<char*> free_chunks_;             // free chunks of in-use small pages

@@ -49,10 +49,12 @@ void CollectRuntime(MetricWriter& w) {
   const std::pair<const char*, size_t> spaces[] = {
       {"nursery", gc.heap.nursery_bytes},     {"old", gc.heap.old_bytes},
       {"large", gc.heap.large_bytes},         {"free", gc.heap.free_bytes},
-      {"committed", gc.heap.committed_bytes}, {"max", gc.heap.max_bytes}};
+      {"committed", gc.heap.committed_bytes}, {"max", gc.heap.max_bytes},
+      {"retained", gc.heap.retained_bytes}};
   for (const auto& [space, bytes] : spaces) {
     w.WriteGauge("revkv_heap_bytes",
-                 "Heap bytes by space (committed: pages in use; max: the configured maximum).",
+                 "Heap bytes by space (committed: pages in use; max: the configured maximum; retained: free "
+                 "pages kept mapped for the next evacuation).",
                  static_cast<double>(bytes), {{"space", space}});
   }
   w.WriteGauge("revkv_heap_pinned_bytes",

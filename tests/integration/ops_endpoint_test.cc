@@ -90,6 +90,7 @@ TEST_F(OpsEndpoint, MetricsCountTheRequestsMadeAndReportTheStore) {
   EXPECT_EQ(s.Value("revkv_store_read_only"), 0);
   EXPECT_EQ(s.Value("revkv_heap_bytes{space=\"max\"}"), 2147483648.0);
   EXPECT_GT(s.Value("revkv_heap_bytes{space=\"committed\"}"), 0);
+  EXPECT_GE(s.Value("revkv_heap_bytes{space=\"retained\"}"), 0);
   EXPECT_GE(s.Value("revkv_wal_fsyncs_total"), 1);
   EXPECT_EQ(s.Value("revkv_wal_records_total"), 7);
   for (const char* kind : {"minor", "local", "major"}) {

@@ -6,6 +6,7 @@
 #include "runtime/gc/gc.h"
 
 #include <gtest/gtest.h>
+#include <sys/resource.h>
 
 #include <algorithm>
 #include <atomic>
@@ -236,6 +237,86 @@ TEST_F(GcTest, GarbageIsReclaimedWithinTheHeapMaximum) {
   EXPECT_LE(peak_committed, max);
   EXPECT_GT(stats.collections[static_cast<int>(CollectionKind::kMajor)], 0u);
   EXPECT_GT(stats.collections[static_cast<int>(CollectionKind::kMinor)], 10u);
+}
+
+// Minor page faults of this process so far (first touches of pages the OS had not mapped).
+long MinorPageFaults() {
+  rusage usage{};
+  getrusage(RUSAGE_SELF, &usage);
+  return usage.ru_minflt;
+}
+
+constexpr int64_t kReserveTreeNodes = 1'400'000;  // about 64 MiB: eight 8 MiB pages of old space
+
+// The evacuation reserve (HeapOptions::retain_evacuation_reserve): a major collection keeps as many
+// free pages committed as there are live small pages, and the next one copies into them instead of
+// faulting in fresh pages. Without it every collection faults in much of its to-space again. Both
+// fixtures keep a single free page otherwise, so that the fixed retention does not hide the difference.
+class EvacuationReserveTest : public RuntimeTest {
+ protected:
+  HeapOptions Options() override {
+    HeapOptions o = SmallHeapOptions();
+    o.retain_evacuation_reserve = true;
+    o.retained_free_pages = 1;
+    return o;
+  }
+};
+
+TEST_F(EvacuationReserveTest, TheNextMajorCollectionEvacuatesIntoPagesTheLastOneKept) {
+  Root<Node> root(BuildTree(0, kReserveTreeNodes));  // promoted by minor collections as it grows
+  ASSERT_EQ(GetHeapUsage().retained_bytes, 0u) << "no page has been freed yet";
+  const long tree_pages = static_cast<long>(kReserveTreeNodes * sizeof(Node) / 4096);
+  const long before_first = MinorPageFaults();
+  CollectMajor();  // copies the tree, in part into pages never touched before
+  const long first = MinorPageFaults() - before_first;
+  EXPECT_GT(first, tree_pages / 4) << "the first evacuation should fault in much of its to-space";
+  EXPECT_GT(GetHeapUsage().retained_bytes, 0u);
+  for (int i = 0; i < 3; ++i) {
+    const long before = MinorPageFaults();
+    CollectMajor();
+    const long faults = MinorPageFaults() - before;
+    EXPECT_LT(faults, first / 4) << "collection " << i + 2 << ": " << faults << " faults, the first "
+                                 << first;
+    const HeapUsage usage = GetHeapUsage();
+    EXPECT_LE(usage.retained_bytes + usage.committed_bytes, Options().max_heap_bytes);
+  }
+  const auto [sum, count] = CheckTree(root.get());
+  EXPECT_EQ(count, kReserveTreeNodes);
+  EXPECT_EQ(sum, kReserveTreeNodes * (kReserveTreeNodes - 1) / 2);
+}
+
+TEST_F(EvacuationReserveTest, TheEvacuationReserveShrinksWithTheLiveSet) {
+  {
+    Root<Node> root(BuildTree(0, kReserveTreeNodes));
+    CollectMajor();
+    ASSERT_GE(GetHeapUsage().retained_bytes, 2 * kPageSize);
+  }
+  ResetNursery();
+  CollectMajor();  // the tree is garbage: almost no small page stays live
+  const HeapUsage usage = GetHeapUsage();
+  EXPECT_LE(usage.retained_bytes, usage.committed_bytes + Options().retained_free_pages * kPageSize);
+  EXPECT_LE(usage.retained_bytes + usage.committed_bytes, Options().max_heap_bytes);
+}
+
+class NoEvacuationReserveTest : public RuntimeTest {
+ protected:
+  HeapOptions Options() override {
+    HeapOptions o = SmallHeapOptions();
+    o.retain_evacuation_reserve = false;
+    o.retained_free_pages = 1;
+    return o;
+  }
+};
+
+TEST_F(NoEvacuationReserveTest, FreePagesBeyondTheRetainedNumberGoBackToTheOs) {
+  Root<Node> root(BuildTree(0, kReserveTreeNodes));
+  CollectMajor();
+  EXPECT_LE(GetHeapUsage().retained_bytes, kPageSize);
+  const long before = MinorPageFaults();
+  CollectMajor();
+  const long tree_pages = static_cast<long>(kReserveTreeNodes * sizeof(Node) / 4096);
+  EXPECT_GT(MinorPageFaults() - before, tree_pages / 4) << "evacuation into decommitted pages faults them in";
+  EXPECT_EQ(CheckTree(root.get()).second, kReserveTreeNodes);
 }
 
 uint64_t MajorCollections() {
