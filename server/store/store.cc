@@ -421,6 +421,10 @@ absl::Status Store::ForEachAt(int64_t revision, const std::function<void(const S
   return s;
 }
 
+absl::StatusOr<store::TreeShape> Store::Shape() {
+  return runtime::stm::ReadOnly([&](SnapshotTx& tx) { return store::MeasureShape(tx, RootRef()); });
+}
+
 absl::Status Store::LoadEntries(const std::vector<StoredKeyValue>& batch) {
   absl::Status s = runtime::stm::Atomically([&](Tx& tx) {
     Ref<store::StoreRoot> root = RootRef();

@@ -47,6 +47,7 @@ namespace revkv::server {
 namespace store {
 struct StoreRoot;
 struct PastRanges;
+struct TreeShape;
 }  // namespace store
 
 struct StoreOptions {
@@ -105,6 +106,8 @@ class Store {
     return std::max<int64_t>(0, compact_revision_.load(std::memory_order_acquire));
   }
   int64_t KeyCount() const { return key_count_.load(std::memory_order_relaxed); }
+  // The B+-tree's shape in the newest state (walks every node).
+  absl::StatusOr<store::TreeShape> Shape();
   // The oldest revision a read can name: the compaction's, or the start of the history window.
   int64_t OldestReadableRevision();
   // The runtime time after the commit of `revision`, and back.

@@ -180,9 +180,12 @@ void Insert(Tx& tx, const Ref<StoreRoot>& root, std::string_view key, const Ref<
     ++w->count;
     return;
   }
-  // Split kFanout + 1 items: the left keeps [0, m), the right gets [m, kFanout].
+  // Split kFanout + 1 items: the left keeps [0, m), the right gets [m, kFanout]. Half and half, except
+  // for a key past the leaf's last one: the left stays full and the new key starts the right leaf, so
+  // ascending inserts (a checkpoint load, keys named by a counter or a time) fill leaves completely
+  // instead of leaving every one half empty.
   constexpr uint32_t kTotal = kFanout + 1;
-  constexpr uint32_t m = kTotal / 2;
+  const uint32_t m = pos == kFanout ? kFanout : kTotal / 2;
   auto key_at = [&](uint32_t j) -> Bytes* {
     if (j < pos) return w->keys[j].Load();
     if (j == pos) return key_bytes.unsafe_raw();

@@ -19,6 +19,7 @@
 // (read-only); the writing ones take stm::Tx. Heap pointers never leave a transaction body.
 #pragma once
 
+#include <algorithm>
 #include <cstdint>
 #include <string>
 #include <string_view>
@@ -201,6 +202,39 @@ void ForEachInRange(TxT& tx, const Ref<StoreRoot>& root, const KeyRange& range, 
     leaf = node.template StaticCast<Leaf>();
     i = 0;
   }
+}
+
+// The tree's shape: node counts and depth (leaves count as depth 1).
+struct TreeShape {
+  uint64_t leaves = 0;
+  uint64_t inner_nodes = 0;
+  uint64_t keys = 0;
+  int depth = 0;
+  // Keys per leaf slot: 1.0 when every leaf is full.
+  double LeafFill() const { return leaves == 0 ? 0 : static_cast<double>(keys) / (leaves * kFanout); }
+};
+
+template <class TxT>
+void AddShape(TxT& tx, const ReadPtr<Node>& node, int depth, TreeShape* shape) {
+  shape->depth = std::max(shape->depth, depth);
+  if (node->is_leaf) {
+    ++shape->leaves;
+    shape->keys += node->count;
+    return;
+  }
+  ++shape->inner_nodes;
+  ReadPtr<Inner> inner = node.template StaticCast<Inner>();
+  for (uint32_t i = 0; i < inner->count; ++i)
+    AddShape(tx, tx.Read(Ref<Node>(inner->children[i])), depth + 1, shape);
+}
+
+// Walks every node (no poll: for inspection and tests, not for a hot path).
+template <class TxT>
+TreeShape MeasureShape(TxT& tx, const Ref<StoreRoot>& root) {
+  TreeShape shape;
+  ReadPtr<StoreRoot> r = tx.Read(root);
+  AddShape(tx, tx.Read(r, &StoreRoot::tree), 1, &shape);
+  return shape;
 }
 
 // ----- writing (read-write transactions) -----------------------------------------------------------

@@ -12,6 +12,7 @@
 
 #include "runtime/heap/heap.h"
 #include "runtime/safepoint/safepoint.h"
+#include "server/store/tree.h"
 
 namespace revkv::server {
 namespace {
@@ -100,6 +101,28 @@ TEST_F(StoreTest, ManyKeysSplitTheTreeAndRangesStayOrdered) {
   EXPECT_EQ(del->response.deleted(), 4000);
   EXPECT_EQ(Get("k", std::string(1, '\0')).kvs_size(), 1000);
   EXPECT_EQ(store_->KeyCount(), 1000);
+}
+
+// A key past the last one of a full leaf starts a new leaf and leaves the old one full: ascending
+// inserts (a checkpoint load, counter-named keys) fill leaves; other inserts split them half and half.
+TEST_F(StoreTest, AscendingInsertsFillLeavesAndOthersSplitThemInHalves) {
+  for (int i = 0; i < 5000; ++i) Put("a" + std::to_string(100000 + i), "v");
+  auto ascending = store_->Shape();
+  ASSERT_TRUE(ascending.ok()) << ascending.status();
+  EXPECT_EQ(ascending->keys, 5000u);
+  EXPECT_EQ(ascending->leaves, (5000u + store::kFanout - 1) / store::kFanout);
+  EXPECT_GE(ascending->depth, 3);
+
+  for (int i = 0; i < 5000; ++i) Put("b" + std::to_string(100000 + (i * 7919) % 5000), "v");
+  auto both = store_->Shape();
+  ASSERT_TRUE(both.ok()) << both.status();
+  EXPECT_EQ(both->keys, 10000u);
+  const uint64_t scattered_leaves = both->leaves - ascending->leaves;
+  EXPECT_GT(scattered_leaves, 5000u / store::kFanout * 5 / 4) << "scattered inserts do not fill leaves";
+  EXPECT_LT(scattered_leaves, 5000u / (store::kFanout / 2) + 2) << "leaves stay at least half full";
+  auto all = Get("a", std::string(1, '\0'));
+  ASSERT_EQ(all.kvs_size(), 10000);
+  for (int i = 1; i < all.kvs_size(); ++i) ASSERT_LT(all.kvs(i - 1).key(), all.kvs(i).key());
 }
 
 TEST_F(StoreTest, TxnComparesAndBranches) {
