@@ -91,6 +91,7 @@ int Main(int argc, char** argv) {
   runtime::HeapOptions heap;
   heap.max_heap_bytes = config.max_heap;
   heap.nursery_bytes = config.nursery_size;
+  heap.retain_evacuation_reserve = config.evacuation_reserve;
   runtime::InitializeRuntime(heap);
   runtime::ThreadRegistration main_thread("main");
   spdlog::info("revkv-server {} starting with:\n{}", kServerVersion, config.Describe());

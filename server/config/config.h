@@ -73,6 +73,7 @@ struct ServerConfig {
   // Memory
   uint64_t max_heap = uint64_t{2} << 30;      // bytes; allocation beyond it fails cleanly
   uint64_t nursery_size = uint64_t{4} << 20;  // bytes per worker thread
+  bool evacuation_reserve = true;             // runtime::HeapOptions::retain_evacuation_reserve
 
   // Limits
   uint64_t max_request_bytes = 1572864;  // largest gRPC request (etcd's default, 1.5 MiB)

@@ -223,6 +223,11 @@ std::vector<Setting> BuildSettings() {
   s.push_back(SizeSetting("nursery-size", "Memory",
                           "Nursery of each worker thread, where transactions allocate (64KiB to 1GiB)",
                           &ServerConfig::nursery_size, 64 * kKiB, kGiB));
+  s.push_back(EnumSetting<bool>(
+      "evacuation-reserve", "Memory", "on|off",
+      "on: after a major collection, keep as many free pages mapped as the live data uses, so the next "
+      "one copies into them (shorter pauses; RSS stays near its peak); off: return free pages to the OS",
+      &ServerConfig::evacuation_reserve, {{"on", true}, {"off", false}}));
 
   s.push_back(SizeSetting("max-request-bytes", "Limits",
                           "Largest client request accepted, in bytes (1KiB to 2GiB-1; etcd's default)",

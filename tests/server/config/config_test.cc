@@ -32,6 +32,7 @@ const std::vector<std::string> kExpectedFlags = {"name",
                                                  "history-duration",
                                                  "max-heap",
                                                  "nursery-size",
+                                                 "evacuation-reserve",
                                                  "max-request-bytes",
                                                  "max-txn-ops",
                                                  "cert-file",
@@ -110,6 +111,7 @@ TEST(Config, DefaultsNeedNoFlags) {
   EXPECT_EQ(config.history_duration, absl::ZeroDuration());
   EXPECT_EQ(config.max_heap, uint64_t{2} << 30);
   EXPECT_EQ(config.nursery_size, 4u << 20);
+  EXPECT_TRUE(config.evacuation_reserve);
   EXPECT_EQ(config.max_request_bytes, 1572864u);
   EXPECT_EQ(config.max_txn_ops, 128);
   EXPECT_FALSE(config.tls.enabled());
@@ -198,6 +200,8 @@ TEST(Config, EqualsFormAndLastOccurrenceWins) {
   EXPECT_EQ(config.max_heap, uint64_t{1} << 30);
   EXPECT_EQ(config.listen, "127.0.0.1:2");
   EXPECT_FALSE(Parse({"--client-cert-auth=false"}).tls.client_cert_auth);
+  EXPECT_FALSE(Parse({"--evacuation-reserve=off"}).evacuation_reserve);
+  EXPECT_TRUE(Parse({"--evacuation-reserve", "on"}).evacuation_reserve);
 }
 
 TEST(Config, TomlFileSetsSettings) {
@@ -217,6 +221,7 @@ history_revisions = 42
 history_duration = "30m"
 max_heap = "3GiB"
 nursery_size = "1MiB"
+evacuation_reserve = "off"
 max_request_bytes = 4096
 max_txn_ops = 7
 client_cert_auth = false
@@ -239,6 +244,7 @@ log_format = "json"
   EXPECT_EQ(config.history_duration, absl::Minutes(30));
   EXPECT_EQ(config.max_heap, uint64_t{3} << 30);
   EXPECT_EQ(config.nursery_size, 1u << 20);
+  EXPECT_FALSE(config.evacuation_reserve);
   EXPECT_EQ(config.max_request_bytes, 4096u);
   EXPECT_EQ(config.max_txn_ops, 7);
   EXPECT_EQ(config.log_level, LogLevel::kWarn);
