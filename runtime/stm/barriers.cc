@@ -9,7 +9,8 @@
 //  - PossiblyUpdateChain compresses with compare-and-swap, hop by hop, only while the value it
 //    replaces is a pointer to an older revision than the target, and only to a target whose commit time
 //    is at most the snapshot horizon; it stops at the first odd h_revision (a head or a lock). Besides
-//    the seed's "rarely", it always compresses after a walk of two hops or more.
+//    the seed's "rarely", it always compresses after a walk of two hops or more, or of one hop from a
+//    field.
 //  - Localize copies the body word by word with relaxed atomic loads: a concurrent container fix-up
 //    may store into a global object's reference field while we copy it (seed 000's benign race).
 #include <cstring>
@@ -64,17 +65,19 @@ Object* ReadGlobalToLocal(Object* l, Object* container, std::atomic<Object*>* sl
 }
 
 // seed 000 PossiblyUpdateChain, with the compare-and-swap discipline of DESIGN 2.3. "Rarely" is the
-// seed's thread-local counter, except that a walk of more than kLongWalk hops always compresses: the
-// seed's worry is write traffic on shared headers, but every hop is a likely cache miss for every later
-// reader. With kLongWalk = 1 a chain read from a field is at most two hops long, and a compression
-// happens at most about once per write to the object (docs/benchmarks.md: with 8, revkv-bench-stm's
-// write1 spent half its time walking chains, and mix90 at 2 threads ran 1.6 times slower).
+// seed's thread-local counter, except that a walk of more than kLongWalk hops always compresses, and so
+// does a walk of one hop from a field (the fix-up of the field alone then makes the next read hop-free):
+// the seed's worry is write traffic on shared headers, but every hop is a likely cache miss for every
+// later reader, and this costs about one CAS per write to the object (docs/benchmarks.md: with walks of
+// up to 8 hops, revkv-bench-stm's write1 spent half its time walking chains).
 // The target is the newest revision on the walked path whose commit time is at most the snapshot
 // horizon (which may be older than r when a snapshot is live).
 constexpr int kLongWalk = 1;
 void PossiblyUpdateChain(TxDescriptor* d, Object* g, Object* r, int hops, std::atomic<Object*>* slot) {
   if (r == g) return;
-  if (hops <= kLongWalk && (++d->rarely_counter % kRarelyPeriod) != 0) return;
+  // One hop from a field: fixing the field alone makes the next read hop-free.
+  const bool long_walk = hops > kLongWalk || slot != nullptr;
+  if (!long_walk && (++d->rarely_counter % kRarelyPeriod) != 0) return;
   if (!LayoutOf(r->type()).versioned) return;
   const uint64_t horizon = SnapshotHorizon();
   Object* target = g;
@@ -107,7 +110,10 @@ void PossiblyUpdateChain(TxDescriptor* d, Object* g, Object* r, int hops, std::a
   // a reader sees, old or new, names a revision of the same object it may legitimately reach.
   if (slot != nullptr) {
     Object* expected = g;
-    slot->compare_exchange_strong(expected, target, std::memory_order_relaxed, std::memory_order_relaxed);
+    if (slot->compare_exchange_strong(expected, target, std::memory_order_relaxed,
+                                      std::memory_order_relaxed)) {
+      d->counters.chains_compressed.fetch_add(1, std::memory_order_relaxed);
+    }
   }
 }
 

@@ -400,7 +400,7 @@ struct StmStatistics {
   uint64_t retries = 0;
   uint64_t inevitable = 0;  // transactions that became inevitable
   uint64_t inevitable_wait_nanos = 0;
-  uint64_t chains_compressed = 0;  // PossiblyUpdateChain compressions
+  uint64_t chains_compressed = 0;  // PossiblyUpdateChain: header links and container fields redirected
   uint64_t auto_localizations = 0;
   uint64_t revisions_superseded = 0;
   HistogramSnapshot read_set_sizes;  // "nanos" fields hold counts
