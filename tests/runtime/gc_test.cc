@@ -252,15 +252,18 @@ constexpr int64_t kReserveTreeNodes = 1'400'000;  // about 64 MiB: eight 8 MiB p
 // free pages committed as there are live small pages, and the next one copies into them instead of
 // faulting in fresh pages. Without it every collection faults in much of its to-space again. Both
 // fixtures keep a single free page otherwise, so that the fixed retention does not hide the difference.
-class EvacuationReserveTest : public RuntimeTest {
+template <bool kReserve>
+class ReserveFixture : public RuntimeTest {
  protected:
   HeapOptions Options() override {
     HeapOptions o = SmallHeapOptions();
-    o.retain_evacuation_reserve = true;
+    o.retain_evacuation_reserve = kReserve;
     o.retained_free_pages = 1;
     return o;
   }
 };
+using EvacuationReserveTest = ReserveFixture<true>;
+using NoEvacuationReserveTest = ReserveFixture<false>;
 
 TEST_F(EvacuationReserveTest, TheNextMajorCollectionEvacuatesIntoPagesTheLastOneKept) {
   Root<Node> root(BuildTree(0, kReserveTreeNodes));  // promoted by minor collections as it grows
@@ -297,16 +300,6 @@ TEST_F(EvacuationReserveTest, TheEvacuationReserveShrinksWithTheLiveSet) {
   EXPECT_LE(usage.retained_bytes, usage.committed_bytes + Options().retained_free_pages * kPageSize);
   EXPECT_LE(usage.retained_bytes + usage.committed_bytes, Options().max_heap_bytes);
 }
-
-class NoEvacuationReserveTest : public RuntimeTest {
- protected:
-  HeapOptions Options() override {
-    HeapOptions o = SmallHeapOptions();
-    o.retain_evacuation_reserve = false;
-    o.retained_free_pages = 1;
-    return o;
-  }
-};
 
 TEST_F(NoEvacuationReserveTest, FreePagesBeyondTheRetainedNumberGoBackToTheOs) {
   Root<Node> root(BuildTree(0, kReserveTreeNodes));
