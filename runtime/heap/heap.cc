@@ -57,6 +57,11 @@ void SetMaxHeapBytes(size_t bytes) {
   PageSpace::Get().SetMaxBytes(bytes);
 }
 
+void SetPageRetention(size_t retained_free_pages, bool retain_evacuation_reserve) {
+  InitializeRuntime();
+  PageSpace::Get().SetPageRetention(retained_free_pages, retain_evacuation_reserve);
+}
+
 absl::StatusOr<Object*> Allocate(TypeId type, size_t size) {
   if (size > kMaxObjectSize) {  // before aligning: a size near SIZE_MAX would wrap
     return absl::InvalidArgumentError(absl::StrFormat(

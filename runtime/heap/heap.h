@@ -261,6 +261,10 @@ struct HeapOptions {
 const HeapOptions& InitializeRuntime(const HeapOptions& options = HeapOptions());
 // Changes the maximum heap size; takes effect at the next allocation slow path. Thread-safe.
 void SetMaxHeapBytes(size_t bytes);
+// Changes HeapOptions::retained_free_pages and retain_evacuation_reserve; takes effect when the next
+// major collection returns its free pages (pages retained by an earlier one stay until then).
+// Thread-safe.
+void SetPageRetention(size_t retained_free_pages, bool retain_evacuation_reserve);
 
 // ---------------------------------------------------------------------------------------------------
 // 7. Allocation
