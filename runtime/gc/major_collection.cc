@@ -129,9 +129,15 @@ class MajorCollector final : public Relocator {
     }
   }
 
+  // A word pins (or marks) the object it points into and the object it points one past the end of
+  // (ResolveAmbiguousReferents).
   void PinWord(uintptr_t w) {
-    Object* o = ResolveAmbiguousWord(w);
-    if (o == nullptr) return;
+    const AmbiguousReferents r = ResolveAmbiguousReferents(w);
+    if (r.into != nullptr) PinReferent(r.into);
+    if (r.ending != nullptr) PinReferent(r.ending);
+  }
+
+  void PinReferent(Object* o) {
     const ChunkKind kind = ChunkKindOf(o);
     if (kind == ChunkKind::kLargeHead) {
       MarkLarge(o);

@@ -173,13 +173,18 @@ class NurseryCollector final : public Relocator {
     }
   }
 
+  // A word pins the object it points into and the object it points one past the end of
+  // (ResolveAmbiguousReferents), when they are in this nursery.
   void PinWord(uintptr_t w) {
-    if (!PageSpace::Get().Contains(reinterpret_cast<void*>(w))) return;
-    if (!InMyNursery(reinterpret_cast<void*>(w))) return;
-    char* chunk = ChunkBaseOf(reinterpret_cast<void*>(w));
-    Object* o = FindObjectInChunk(chunk, ChunkInfoOf(chunk).fringe, w);
-    if (o == nullptr || (o->flags() & kPinned)) return;
-    KeepInPlace(o, o->flags());
+    PageSpace& space = PageSpace::Get();
+    const bool here = space.Contains(reinterpret_cast<void*>(w)) && InMyNursery(reinterpret_cast<void*>(w));
+    const bool after_chunk = (w & (kChunkSize - 1)) == 0 && space.Contains(reinterpret_cast<void*>(w - 1)) &&
+                             InMyNursery(reinterpret_cast<void*>(w - 1));
+    if (!here && !after_chunk) return;  // the common case: nowhere near this nursery
+    const AmbiguousReferents r = ResolveAmbiguousReferents(w);
+    for (Object* o : {r.into, r.ending}) {
+      if (o != nullptr && InMyNursery(o) && !(o->flags() & kPinned)) KeepInPlace(o, o->flags());
+    }
   }
 
   // Chunks holding objects kept in place leave the nursery: the kept objects stay, everything else in

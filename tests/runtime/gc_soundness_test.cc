@@ -4,6 +4,7 @@
 // sequence that once corrupted the heap or lost an object.
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <cstdint>
 #include <cstring>
 #include <string>
@@ -137,6 +138,72 @@ TEST_F(GcSoundnessTest, AnExitingThreadLeavesNoOldSlotPointingIntoItsNursery) {
   CollectMinor();
   EXPECT_TRUE(IsNullOrAnObjectStart(holder->left.Load()));
   EXPECT_EQ(holder->value, 1);
+}
+
+// ----- A pointer one past the end of an object belongs to that object -----
+//
+// A loop over an object's fields or bytes ends with a pointer just past its last byte, which is also
+// the first byte of the next object, or of the next chunk (seed 001: a derived pointer belongs to its
+// base object). If the scanner read it as a pointer to the next object only, it would pin that one and
+// let the object the pointer was derived from move or die.
+
+// Pads the nursery so that the next allocation of `bytes` (<= kLargeObjectThreshold) ends exactly at
+// the end of a nursery chunk. Pads are Bytes objects (garbage); a probe finds the cursor.
+__attribute__((noinline)) void PadNurseryChunkBefore(size_t bytes) {
+  for (;;) {
+    absl::StatusOr<Bytes*> probe = NewBytes("");
+    ASSERT_TRUE(probe.ok());
+    const uintptr_t cursor = reinterpret_cast<uintptr_t>(*probe) + sizeof(Bytes);
+    const size_t remaining = kChunkSize - (cursor & (kChunkSize - 1));  // whole chunk at a boundary
+    if (remaining == bytes) return;
+    size_t pad;
+    if (remaining >= bytes + sizeof(Bytes)) {
+      pad = std::min(remaining - bytes, kLargeObjectThreshold);
+    } else if (remaining >= sizeof(Bytes)) {
+      pad = remaining;  // fill this chunk and start over in the next one
+    } else {
+      continue;  // the next probe does not fit: it opens the next chunk
+    }
+    ASSERT_TRUE(NewBytes(std::string(pad - sizeof(Bytes), 'x')).ok());
+    if (pad == remaining - bytes) return;
+  }
+}
+
+// Allocates a node of `value` with a child of `value + 1` and returns the address one past the node's
+// end; the node's start goes back hidden. With `at_chunk_end`, the node is the last object of its
+// chunk; otherwise its child starts where it ends.
+__attribute__((noinline)) char* NewNodeSeenFromItsEnd(int64_t value, bool at_chunk_end, HiddenAddress* start) {
+  if (at_chunk_end) PadNurseryChunkBefore(sizeof(Node));
+  Node* n = NewNode(value);
+  n->left.Store(NewNode(value + 1));
+  *start = HiddenAddress(n);
+  return reinterpret_cast<char*>(n) + sizeof(Node);
+}
+
+// True if `node` still resolves to itself and holds its value and its child's.
+__attribute__((noinline)) bool IsIntactWithChild(HiddenAddress node, int64_t value) {
+  if (!(HiddenAddress(ResolveAmbiguousWord(node.get())) == node)) return false;
+  const auto* n = reinterpret_cast<const Node*>(node.get());
+  const Node* child = n->left.Load();
+  return n->value == value && n->check == value * 7919 + 13 && !n->HasFlag(kForwarded) &&
+         child != nullptr && child->value == value + 1 && child->check == (value + 1) * 7919 + 13;
+}
+
+TEST_F(GcSoundnessTest, APointerOnePastTheEndOfAnObjectPinsThatObject) {
+  for (const bool at_chunk_end : {false, true}) {
+    SCOPED_TRACE(at_chunk_end ? "the node is its chunk's last object" : "the node's child follows it");
+    HiddenAddress start;
+    char* volatile end = NewNodeSeenFromItsEnd(7, at_chunk_end, &start);
+    ASSERT_EQ(reinterpret_cast<uintptr_t>(end) % kChunkSize == 0, at_chunk_end);
+    ScrubStack();
+    CollectMinor();
+    EXPECT_TRUE(IsIntactWithChild(start, 7)) << "minor collection: the node moved or died";
+    ScrubStack();
+    CollectMajor();
+    EXPECT_TRUE(IsIntactWithChild(start, 7)) << "major collection: the node moved or died";
+    EXPECT_EQ(reinterpret_cast<uintptr_t>(end), start.get() + sizeof(Node));
+    end = nullptr;
+  }
 }
 
 }  // namespace
