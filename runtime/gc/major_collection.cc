@@ -73,6 +73,7 @@ class MajorCollector final : public Relocator {
     queue_.Drain([this](Object* o) { Scan(o); });
     Sweep();
     PageSpace::Get().RebuildAfterCollection();
+    if (HeapVerificationEnabled()) VerifyHeapAfterMajorCollection(registry.threads());
     PageSpace::Get().SetPinnedFigures(pinned_bytes_, pinned_chunks_.size());
     const size_t after = PageSpace::Get().InUseBytes();
     SetNextTrigger(after);

@@ -36,7 +36,8 @@ class NurseryCollector final : public Relocator {
       : self_(self),
         kind_(kind),
         new_versioned_(new_versioned),
-        sorted_nursery_(self->heap.SortedNurseryChunks()) {}
+        sorted_nursery_(self->heap.SortedNurseryChunks()),
+        verify_(HeapVerificationEnabled()) {}
 
   Object* Relocate(Object* o) override { return Forward(o); }
 
@@ -55,6 +56,7 @@ class NurseryCollector final : public Relocator {
     Drain();
     FinishInPlaceChunks();
     self_->heap.ResetNursery();
+    if (verify_) VerifySurvivorsOfNurseryCollection(self_, survivors_);
   }
 
   void RunLocal(std::span<Object*> roots) {
@@ -65,6 +67,7 @@ class NurseryCollector final : public Relocator {
     Drain();
     FinishInPlaceChunks();
     self_->heap.ResetNursery();
+    if (verify_) VerifySurvivorsOfNurseryCollection(self_, survivors_);
   }
 
   uint64_t bytes_copied = 0;
@@ -84,6 +87,7 @@ class NurseryCollector final : public Relocator {
   void KeepInPlace(Object* o, uint16_t flags) {
     o->SetFlagsExclusive(flags | kPinned);
     queue_.PushInPlace(o);
+    if (verify_) survivors_.push_back(o);
     char* chunk = ChunkBaseOf(o);
     ChunkInfo& info = ChunkInfoOf(chunk);
     if (!(info.gc_flags & kChunkQueuedPinned)) {
@@ -106,6 +110,7 @@ class NurseryCollector final : public Relocator {
     o->SetFlagsExclusive(o->flags() | kForwarded);
     o->h_revision.store(reinterpret_cast<uintptr_t>(copy), std::memory_order_relaxed);
     queue_.NoteCopy(to, size);
+    if (verify_) survivors_.push_back(copy);
     bytes_copied += size;
     ++objects_copied;
     return copy;
@@ -139,6 +144,7 @@ class NurseryCollector final : public Relocator {
       // global where it is; the flag doubles as this collection's mark.
       o->SetFlagsExclusive(global_flags);
       queue_.PushInPlace(o);
+      if (verify_) survivors_.push_back(o);
       bytes_promoted += o->size();
       survivor = o;
     }
@@ -233,6 +239,8 @@ class NurseryCollector final : public Relocator {
   const std::vector<char*>& sorted_nursery_;
   ScanQueue queue_;
   std::vector<char*> in_place_chunks_;
+  const bool verify_;              // HeapVerificationEnabled(), read once
+  std::vector<Object*> survivors_;  // every object this collection kept, when verifying
 };
 
 }  // namespace

@@ -45,6 +45,7 @@ const HeapOptions& InitializeRuntime(const HeapOptions& options) {
   std::call_once(g_init_once, [&] {
     g_options = options;
     PageSpace::Get().Configure(options);
+    InitHeapVerification();
     (void)DescribeType(kBytesTypeId);  // registers the built-in types
   });
   return g_options;

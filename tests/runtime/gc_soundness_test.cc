@@ -321,5 +321,27 @@ TEST_F(GcSoundnessTest, AnObjectHeldOnlyInAParkedThreadsRegistersDoesNotMove) {
   EXPECT_EQ(after, before.get()) << "the node moved (or died) under the registers that held it";
 }
 
+// ----- The heap verifier -----
+
+TEST_F(GcSoundnessTest, TheHeapVerifierIsOnInTests) { EXPECT_TRUE(HeapVerificationEnabled()); }
+
+// Points a field of an old node into the second chunk of a large object (a word no collection moves or
+// traces through, so the collection itself survives it, but not an object start), then collects.
+__attribute__((noinline)) void CorruptASlotAndCollect() {
+  Root<Node> holder(NewNode(1));
+  absl::StatusOr<Bytes*> bytes = NewBytes(std::string(64 * 1024, 'c'));
+  ASSERT_TRUE(bytes.ok());
+  Root<Bytes> large(*bytes);
+  CollectMinor();
+  holder->left.slot()->store(reinterpret_cast<Object*>(reinterpret_cast<char*>(large.get()) + kChunkSize + 64),
+                             std::memory_order_relaxed);
+  CollectMajor();
+}
+
+TEST_F(GcSoundnessTest, TheHeapVerifierCatchesASlotThatPointsAtNoObjectStart) {
+  GTEST_FLAG_SET(death_test_style, "threadsafe");
+  EXPECT_DEATH(CorruptASlotAndCollect(), "heap verifier: a slot points at no object start");
+}
+
 }  // namespace
 }  // namespace revkv::runtime::testing

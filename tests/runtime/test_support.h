@@ -190,6 +190,9 @@ class RuntimeTest : public ::testing::Test {
  protected:
   virtual HeapOptions Options() { return SmallHeapOptions(); }
   void SetUp() override {
+    // Every runtime test runs with the heap verifier (runtime/gc/verifier.cc) unless the environment
+    // says otherwise; the runtime reads this when it starts.
+    setenv("REVKV_VERIFY_HEAP", "1", /*overwrite=*/0);
     const HeapOptions options = Options();
     InitializeRuntime(options);
     SetMaxHeapBytes(options.max_heap_bytes);
