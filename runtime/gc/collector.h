@@ -66,6 +66,7 @@ void RecordCollection(const CollectionRecord& record);
 void RecordLocalCollection(uint64_t pause_nanos, uint64_t bytes_promoted);
 void RecordTimeToSafepoint(uint64_t nanos);
 void RecordAllocationFailure();
+void RecordLateSafepoint();
 uint64_t NextSequence(CollectionKind kind);
 uint64_t WallClockNanos();
 
