@@ -99,6 +99,10 @@ class NurseryCollector final : public Relocator {
 
   Object* Copy(Object* o, uint16_t new_flags) {
     const size_t size = o->size();
+#ifdef REVKV_MUTATION_NO_MOVING
+    KeepInPlace(o, new_flags);  // mutation test: survivors are never copied
+    return o;
+#endif
     char* to = self_->heap.AllocateOld(size, self_->index);
     if (to == nullptr) {
       KeepInPlace(o, new_flags);
@@ -182,6 +186,9 @@ class NurseryCollector final : public Relocator {
   // A word pins the object it points into and the object it points one past the end of
   // (ResolveAmbiguousReferents), when they are in this nursery.
   void PinWord(uintptr_t w) {
+#ifdef REVKV_MUTATION_NO_AMBIGUOUS_PINNING
+    return;  // mutation test: ambiguous roots pin nothing
+#endif
     PageSpace& space = PageSpace::Get();
     const bool here = space.Contains(reinterpret_cast<void*>(w)) && InMyNursery(reinterpret_cast<void*>(w));
     const bool after_chunk = (w & (kChunkSize - 1)) == 0 && space.Contains(reinterpret_cast<void*>(w - 1)) &&

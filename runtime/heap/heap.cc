@@ -176,6 +176,9 @@ AmbiguousReferents ResolveAmbiguousReferents(uintptr_t word) {
 
 namespace internal {
 void RememberSlot(std::atomic<Object*>* slot) {
+#ifdef REVKV_MUTATION_NO_WRITE_BARRIER
+  return;  // mutation test: the write barrier forgets old-to-young slots
+#endif
   std::vector<std::atomic<Object*>*>& set = RequireThread()->heap.remembered();
   if (!set.empty() && set.back() == slot) return;  // the common case of a slot written in a loop
   set.push_back(slot);

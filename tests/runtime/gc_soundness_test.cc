@@ -321,6 +321,35 @@ TEST_F(GcSoundnessTest, AnObjectHeldOnlyInAParkedThreadsRegistersDoesNotMove) {
   EXPECT_EQ(after, before.get()) << "the node moved (or died) under the registers that held it";
 }
 
+// ----- The remembered set across a major collection -----
+//
+// A major collection moves old objects, so the remembered slot addresses go stale; it rebuilds the set
+// from the slots it scans. Without that, the next minor collection would not see the moved slot, and
+// the young node would be left behind in the emptied nursery.
+
+__attribute__((noinline)) void StoreYoungNode(Root<Node>& holder, int64_t value) {
+  holder->left.Store(NewNode(value, NewNode(value + 1)));
+}
+
+__attribute__((noinline)) bool HoldsYoungNodeOutsideTheNursery(Root<Node>& holder, int64_t value) {
+  const Node* n = holder->left.Load();
+  return n != nullptr && !IsInNursery(n) && n->value == value && n->check == value * 7919 + 13 &&
+         n->left.Load() != nullptr && !IsInNursery(n->left.Load()) && n->left.Load()->value == value + 1;
+}
+
+TEST_F(GcSoundnessTest, AMajorCollectionRebuildsTheRememberedSetOfTheSlotsItMoves) {
+  Root<Node> holder(NewNode(1));
+  ScrubStack();
+  CollectMinor();  // the holder is old: a major collection moves it
+  StoreYoungNode(holder, 30);
+  ScrubStack();
+  CollectMajor();  // moves the holder; its slot is remembered again at its new address
+  ScrubStack();
+  CollectMinor();  // copies the young nodes through that slot only
+  AllocateGarbage(64 * 1024);  // reuses the emptied nursery
+  EXPECT_TRUE(HoldsYoungNodeOutsideTheNursery(holder, 30));
+}
+
 // ----- The heap verifier -----
 
 TEST_F(GcSoundnessTest, TheHeapVerifierIsOnInTests) { EXPECT_TRUE(HeapVerificationEnabled()); }
