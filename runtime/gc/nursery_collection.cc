@@ -246,7 +246,7 @@ class NurseryCollector final : public Relocator {
   const std::vector<char*>& sorted_nursery_;
   ScanQueue queue_;
   std::vector<char*> in_place_chunks_;
-  const bool verify_;              // HeapVerificationEnabled(), read once
+  const bool verify_;               // HeapVerificationEnabled(), read once
   std::vector<Object*> survivors_;  // every object this collection kept, when verifying
 };
 

@@ -48,7 +48,8 @@ void CheckHeader(const Object* o) {
     Fail("a collector flag survived the collection", o, nullptr, o->flags());
   }
   if (IsLockValue(o->h_revision.load(std::memory_order_relaxed))) {
-    Fail("locked header after a collection", o, &o->h_revision, o->h_revision.load(std::memory_order_relaxed));
+    Fail("locked header after a collection", o, &o->h_revision,
+         o->h_revision.load(std::memory_order_relaxed));
   }
 }
 
@@ -80,14 +81,16 @@ void VerifyHeapAfterMajorCollection(const std::vector<ThreadContext*>& threads) 
   // Kept between collections (the world is stopped and collections are serialized, so one user at a
   // time): the memory is faulted in once, not at every collection whose page faults tests count.
   static std::vector<Object*>& objects = *new std::vector<Object*>();
-  static std::vector<const std::atomic<Object*>*>& remembered = *new std::vector<const std::atomic<Object*>*>();
+  static std::vector<const std::atomic<Object*>*>& remembered =
+      *new std::vector<const std::atomic<Object*>*>();
   objects.clear();
   remembered.clear();
   for (PageHeader* page : space.SmallPages()) {
     for (size_t i = 1; i < kChunksPerPage; ++i) {
       const ChunkKind kind = page->chunk_kind[i].load(std::memory_order_relaxed);
       if (kind != ChunkKind::kOld && kind != ChunkKind::kNursery) continue;
-      ForEachObjectInChunk(page->ChunkStart(i), page->chunk[i].fringe, [&](Object* o) { objects.push_back(o); });
+      ForEachObjectInChunk(page->ChunkStart(i), page->chunk[i].fringe,
+                           [&](Object* o) { objects.push_back(o); });
     }
   }
   for (PageHeader* page : space.LargePages()) {
@@ -133,7 +136,8 @@ void VerifySurvivorsOfNurseryCollection(ThreadContext* self, const std::vector<O
   };
   for (Object* o : survivors) {
     if (IsLockValue(o->h_revision.load(std::memory_order_relaxed))) {
-      Fail("locked header after a collection", o, &o->h_revision, o->h_revision.load(std::memory_order_relaxed));
+      Fail("locked header after a collection", o, &o->h_revision,
+           o->h_revision.load(std::memory_order_relaxed));
     }
     if (in_nursery(o)) Fail("a survivor is still in the emptied nursery", o, nullptr, 0);
     ForEachReferenceSlot(o, [&](std::atomic<Object*>* slot) {

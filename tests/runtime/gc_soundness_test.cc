@@ -32,7 +32,7 @@ class GcSoundnessTest : public RuntimeTest {};
 // a major collection would re-remember the field, and the next minor collection would "forward" the
 // header that those bytes happen to spell.
 
-constexpr size_t kPadBytes = 64;      // a Bytes of 40 payload bytes: the young node lies 64 bytes in
+constexpr size_t kPadBytes = 64;     // a Bytes of 40 payload bytes: the young node lies 64 bytes in
 constexpr size_t kValueBytes = 256;  // the next transaction's value, covering the young node's place
 
 // Allocates a 64-byte pad and then a young node, and stores the node into `slot`. Call on an empty
@@ -175,7 +175,8 @@ __attribute__((noinline)) void PadNurseryChunkBefore(size_t bytes) {
 // Allocates a node of `value` with a child of `value + 1` and returns the address one past the node's
 // end; the node's start goes back hidden. With `at_chunk_end`, the node is the last object of its
 // chunk; otherwise its child starts where it ends.
-__attribute__((noinline)) char* NewNodeSeenFromItsEnd(int64_t value, bool at_chunk_end, HiddenAddress* start) {
+__attribute__((noinline)) char* NewNodeSeenFromItsEnd(int64_t value, bool at_chunk_end,
+                                                      HiddenAddress* start) {
   if (at_chunk_end) PadNurseryChunkBefore(sizeof(Node));
   Node* n = NewNode(value);
   n->left.Store(NewNode(value + 1));
@@ -188,8 +189,8 @@ __attribute__((noinline)) bool IsIntactWithChild(HiddenAddress node, int64_t val
   if (!(HiddenAddress(ResolveAmbiguousWord(node.get())) == node)) return false;
   const auto* n = reinterpret_cast<const Node*>(node.get());
   const Node* child = n->left.Load();
-  return n->value == value && n->check == value * 7919 + 13 && !n->HasFlag(kForwarded) &&
-         child != nullptr && child->value == value + 1 && child->check == (value + 1) * 7919 + 13;
+  return n->value == value && n->check == value * 7919 + 13 && !n->HasFlag(kForwarded) && child != nullptr &&
+         child->value == value + 1 && child->check == (value + 1) * 7919 + 13;
 }
 
 TEST_F(GcSoundnessTest, APointerOnePastTheEndOfAnObjectPinsThatObject) {
@@ -259,9 +260,7 @@ __attribute__((noinline)) std::string RegistersMissingFromACapture() {
   return missing;
 }
 
-TEST(RegisterCapture, EveryCalleeSavedRegisterIsCaptured) {
-  EXPECT_EQ(RegistersMissingFromACapture(), "");
-}
+TEST(RegisterCapture, EveryCalleeSavedRegisterIsCaptured) { EXPECT_EQ(RegistersMissingFromACapture(), ""); }
 
 // The collector's side of the same: a parked thread's registers pin. Whether the frames between the
 // holder and the capture (Poll, Park) spill these registers to the stack is the compiler's choice, so
@@ -345,7 +344,7 @@ TEST_F(GcSoundnessTest, AMajorCollectionRebuildsTheRememberedSetOfTheSlotsItMove
   ScrubStack();
   CollectMajor();  // moves the holder; its slot is remembered again at its new address
   ScrubStack();
-  CollectMinor();  // copies the young nodes through that slot only
+  CollectMinor();              // copies the young nodes through that slot only
   AllocateGarbage(64 * 1024);  // reuses the emptied nursery
   EXPECT_TRUE(HoldsYoungNodeOutsideTheNursery(holder, 30));
 }
@@ -362,8 +361,9 @@ __attribute__((noinline)) void CorruptASlotAndCollect() {
   ASSERT_TRUE(bytes.ok());
   Root<Bytes> large(*bytes);
   CollectMinor();
-  holder->left.slot()->store(reinterpret_cast<Object*>(reinterpret_cast<char*>(large.get()) + kChunkSize + 64),
-                             std::memory_order_relaxed);
+  holder->left.slot()->store(
+      reinterpret_cast<Object*>(reinterpret_cast<char*>(large.get()) + kChunkSize + 64),
+      std::memory_order_relaxed);
   CollectMajor();
 }
 
