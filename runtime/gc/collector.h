@@ -66,6 +66,7 @@ void RecordCollection(const CollectionRecord& record);
 void RecordLocalCollection(uint64_t pause_nanos, uint64_t bytes_promoted);
 void RecordTimeToSafepoint(uint64_t nanos);
 void RecordAllocationFailure();
+void RecordLateSafepoint();
 uint64_t NextSequence(CollectionKind kind);
 uint64_t WallClockNanos();
 
@@ -73,6 +74,18 @@ uint64_t WallClockNanos();
 // waits for a running major collection to finish (inside a safe region on a registered thread).
 void SetStoppedWorldHookForTesting(std::function<void()> hook);
 void RunStoppedWorldHookForTesting();
+
+// ----- The heap verifier (verifier.cc) -----
+// Reads REVKV_VERIFY_HEAP (on by default where REVKV_DEBUG_CHECKS is defined); InitializeRuntime calls it.
+void InitHeapVerification();
+// Whether collections verify the heap after they finish. Thread-safe.
+bool HeapVerificationEnabled();
+// Checks every object of the heap after a major collection; aborts with a message on a broken
+// invariant. World stopped.
+void VerifyHeapAfterMajorCollection(const std::vector<ThreadContext*>& threads);
+// Checks the survivors of `self`'s minor or local collection after its nursery was reset; aborts with a
+// message on a broken invariant. Owner thread, inside the collection.
+void VerifySurvivorsOfNurseryCollection(ThreadContext* self, const std::vector<Object*>& survivors);
 
 // Serializes major collections (and explicit minor ones requested while one runs).
 std::mutex& CollectorMutex();

@@ -205,6 +205,9 @@ struct GcStatistics {
   uint64_t chains_collapsed = 0;
   uint64_t allocation_failures = 0;
   uint64_t safepoints = 0;  // stop-the-world operations
+  // Threads a stop-the-world waited for longer than the watchdog threshold (SetSafepointWatchdogNanos),
+  // one per late thread per stop; each was also logged to stderr with its name and state.
+  uint64_t late_safepoints = 0;
   HeapUsage heap;
   std::vector<CollectionRecord> recent;  // newest last; minor and major collections only
 };

@@ -73,6 +73,7 @@ class MajorCollector final : public Relocator {
     queue_.Drain([this](Object* o) { Scan(o); });
     Sweep();
     PageSpace::Get().RebuildAfterCollection();
+    if (HeapVerificationEnabled()) VerifyHeapAfterMajorCollection(registry.threads());
     PageSpace::Get().SetPinnedFigures(pinned_bytes_, pinned_chunks_.size());
     const size_t after = PageSpace::Get().InUseBytes();
     SetNextTrigger(after);
@@ -129,9 +130,18 @@ class MajorCollector final : public Relocator {
     }
   }
 
+  // A word pins (or marks) the object it points into and the object it points one past the end of
+  // (ResolveAmbiguousReferents).
   void PinWord(uintptr_t w) {
-    Object* o = ResolveAmbiguousWord(w);
-    if (o == nullptr) return;
+#ifdef REVKV_MUTATION_NO_AMBIGUOUS_PINNING
+    return;  // mutation test: ambiguous roots pin nothing
+#endif
+    const AmbiguousReferents r = ResolveAmbiguousReferents(w);
+    if (r.into != nullptr) PinReferent(r.into);
+    if (r.ending != nullptr) PinReferent(r.ending);
+  }
+
+  void PinReferent(Object* o) {
     const ChunkKind kind = ChunkKindOf(o);
     if (kind == ChunkKind::kLargeHead) {
       MarkLarge(o);
@@ -195,6 +205,10 @@ class MajorCollector final : public Relocator {
       if (f & kForwarded) return reinterpret_cast<Object*>(o->h_revision.load(std::memory_order_relaxed));
       if (f & kPinned) return o;
       const size_t size = o->size();
+#ifdef REVKV_MUTATION_NO_MOVING
+      Pin(o);  // mutation test: survivors are never copied
+      return o;
+#endif
       char* to = AllocateToSpace(size);
       if (to == nullptr) {  // no chunk left: it stays where it is, like a pinned object
         Pin(o);
@@ -270,6 +284,9 @@ class MajorCollector final : public Relocator {
   }
 
   void Remember(std::atomic<Object*>* slot, Object* target) {
+#ifdef REVKV_MUTATION_NO_REMEMBERED_SET_REBUILD
+    return;  // mutation test: the major collection does not rebuild the remembered sets
+#endif
     auto it = threads_by_index_.find(ChunkInfoOf(target).owner);
     if (it != threads_by_index_.end()) it->second->heap.remembered().push_back(slot);
   }
@@ -299,7 +316,9 @@ class MajorCollector final : public Relocator {
       for (size_t i = 1; i < kChunksPerPage; ++i) {
         ChunkInfo& info = page->chunk[i];
         if ((info.gc_flags & kChunkCondemned) && !(info.gc_flags & kChunkHasPinned)) {
+#ifndef REVKV_MUTATION_NO_FREEING  // mutation test: evacuated chunks and dead large objects stay
           space.SetChunkKind(page->ChunkStart(i), ChunkKind::kFree);
+#endif
         }
         info.gc_flags = 0;
       }
@@ -311,7 +330,9 @@ class MajorCollector final : public Relocator {
         if (o->flags() & kMarked) {
           o->ClearFlags(kMarked);
         } else {
+#ifndef REVKV_MUTATION_NO_FREEING
           space.FreeLargeRun(page, i);
+#endif
         }
       }
     }

@@ -36,7 +36,8 @@ class NurseryCollector final : public Relocator {
       : self_(self),
         kind_(kind),
         new_versioned_(new_versioned),
-        sorted_nursery_(self->heap.SortedNurseryChunks()) {}
+        sorted_nursery_(self->heap.SortedNurseryChunks()),
+        verify_(HeapVerificationEnabled()) {}
 
   Object* Relocate(Object* o) override { return Forward(o); }
 
@@ -55,6 +56,7 @@ class NurseryCollector final : public Relocator {
     Drain();
     FinishInPlaceChunks();
     self_->heap.ResetNursery();
+    if (verify_) VerifySurvivorsOfNurseryCollection(self_, survivors_);
   }
 
   void RunLocal(std::span<Object*> roots) {
@@ -65,6 +67,7 @@ class NurseryCollector final : public Relocator {
     Drain();
     FinishInPlaceChunks();
     self_->heap.ResetNursery();
+    if (verify_) VerifySurvivorsOfNurseryCollection(self_, survivors_);
   }
 
   uint64_t bytes_copied = 0;
@@ -84,6 +87,7 @@ class NurseryCollector final : public Relocator {
   void KeepInPlace(Object* o, uint16_t flags) {
     o->SetFlagsExclusive(flags | kPinned);
     queue_.PushInPlace(o);
+    if (verify_) survivors_.push_back(o);
     char* chunk = ChunkBaseOf(o);
     ChunkInfo& info = ChunkInfoOf(chunk);
     if (!(info.gc_flags & kChunkQueuedPinned)) {
@@ -95,6 +99,10 @@ class NurseryCollector final : public Relocator {
 
   Object* Copy(Object* o, uint16_t new_flags) {
     const size_t size = o->size();
+#ifdef REVKV_MUTATION_NO_MOVING
+    KeepInPlace(o, new_flags);  // mutation test: survivors are never copied
+    return o;
+#endif
     char* to = self_->heap.AllocateOld(size, self_->index);
     if (to == nullptr) {
       KeepInPlace(o, new_flags);
@@ -106,6 +114,7 @@ class NurseryCollector final : public Relocator {
     o->SetFlagsExclusive(o->flags() | kForwarded);
     o->h_revision.store(reinterpret_cast<uintptr_t>(copy), std::memory_order_relaxed);
     queue_.NoteCopy(to, size);
+    if (verify_) survivors_.push_back(copy);
     bytes_copied += size;
     ++objects_copied;
     return copy;
@@ -139,6 +148,7 @@ class NurseryCollector final : public Relocator {
       // global where it is; the flag doubles as this collection's mark.
       o->SetFlagsExclusive(global_flags);
       queue_.PushInPlace(o);
+      if (verify_) survivors_.push_back(o);
       bytes_promoted += o->size();
       survivor = o;
     }
@@ -173,13 +183,21 @@ class NurseryCollector final : public Relocator {
     }
   }
 
+  // A word pins the object it points into and the object it points one past the end of
+  // (ResolveAmbiguousReferents), when they are in this nursery.
   void PinWord(uintptr_t w) {
-    if (!PageSpace::Get().Contains(reinterpret_cast<void*>(w))) return;
-    if (!InMyNursery(reinterpret_cast<void*>(w))) return;
-    char* chunk = ChunkBaseOf(reinterpret_cast<void*>(w));
-    Object* o = FindObjectInChunk(chunk, ChunkInfoOf(chunk).fringe, w);
-    if (o == nullptr || (o->flags() & kPinned)) return;
-    KeepInPlace(o, o->flags());
+#ifdef REVKV_MUTATION_NO_AMBIGUOUS_PINNING
+    return;  // mutation test: ambiguous roots pin nothing
+#endif
+    PageSpace& space = PageSpace::Get();
+    const bool here = space.Contains(reinterpret_cast<void*>(w)) && InMyNursery(reinterpret_cast<void*>(w));
+    const bool after_chunk = (w & (kChunkSize - 1)) == 0 && space.Contains(reinterpret_cast<void*>(w - 1)) &&
+                             InMyNursery(reinterpret_cast<void*>(w - 1));
+    if (!here && !after_chunk) return;  // the common case: nowhere near this nursery
+    const AmbiguousReferents r = ResolveAmbiguousReferents(w);
+    for (Object* o : {r.into, r.ending}) {
+      if (o != nullptr && InMyNursery(o) && !(o->flags() & kPinned)) KeepInPlace(o, o->flags());
+    }
   }
 
   // Chunks holding objects kept in place leave the nursery: the kept objects stay, everything else in
@@ -228,6 +246,8 @@ class NurseryCollector final : public Relocator {
   const std::vector<char*>& sorted_nursery_;
   ScanQueue queue_;
   std::vector<char*> in_place_chunks_;
+  const bool verify_;               // HeapVerificationEnabled(), read once
+  std::vector<Object*> survivors_;  // every object this collection kept, when verifying
 };
 
 }  // namespace

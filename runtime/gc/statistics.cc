@@ -107,6 +107,7 @@ struct Cumulative {
   std::atomic<uint64_t> chains_collapsed{0};
   std::atomic<uint64_t> allocation_failures{0};
   std::atomic<uint64_t> safepoints{0};
+  std::atomic<uint64_t> late_safepoints{0};
   std::array<LatencyHistogram, kCollectionKinds> pauses;
   LatencyHistogram time_to_safepoint;
   std::array<LocalShard, kLocalShards> local;
@@ -155,6 +156,8 @@ void RecordTimeToSafepoint(uint64_t nanos) {
   Stats().time_to_safepoint.Record(nanos);
   Stats().safepoints.fetch_add(1, std::memory_order_relaxed);
 }
+
+void RecordLateSafepoint() { Stats().late_safepoints.fetch_add(1, std::memory_order_relaxed); }
 
 void RecordAllocationFailure() { Stats().allocation_failures.fetch_add(1, std::memory_order_relaxed); }
 
@@ -224,6 +227,7 @@ GcStatistics GetGcStatistics(size_t recent_limit) {
   out.chains_collapsed = s.chains_collapsed.load(std::memory_order_relaxed);
   out.allocation_failures = s.allocation_failures.load(std::memory_order_relaxed);
   out.safepoints = s.safepoints.load(std::memory_order_relaxed);
+  out.late_safepoints = s.late_safepoints.load(std::memory_order_relaxed);
   out.heap = PageSpace::Get().Usage();
   std::lock_guard<std::mutex> lock(s.recent_mu);
   const size_t n = std::min(recent_limit, s.recent.size());

@@ -45,6 +45,7 @@ const HeapOptions& InitializeRuntime(const HeapOptions& options) {
   std::call_once(g_init_once, [&] {
     g_options = options;
     PageSpace::Get().Configure(options);
+    InitHeapVerification();
     (void)DescribeType(kBytesTypeId);  // registers the built-in types
   });
   return g_options;
@@ -55,6 +56,11 @@ const HeapOptions& RuntimeOptions() { return g_options; }
 void SetMaxHeapBytes(size_t bytes) {
   InitializeRuntime();
   PageSpace::Get().SetMaxBytes(bytes);
+}
+
+void SetPageRetention(size_t retained_free_pages, bool retain_evacuation_reserve) {
+  InitializeRuntime();
+  PageSpace::Get().SetPageRetention(retained_free_pages, retain_evacuation_reserve);
 }
 
 absl::StatusOr<Object*> Allocate(TypeId type, size_t size) {
@@ -95,36 +101,49 @@ HeapUsage GetHeapUsage() { return PageSpace::Get().Usage(); }
 
 bool IsHeapAddress(const void* p) { return PageSpace::Get().Contains(p); }
 
-Object* FindObjectInChunk(char* chunk, char* fringe, uintptr_t word) {
+AmbiguousReferents FindReferentsInChunk(char* chunk, char* fringe, uintptr_t word) {
   char* p = chunk;
+  char* previous = nullptr;  // the object or filler that ends at p
+  auto object = [](char* o) { return o == nullptr || IsFiller(o) ? nullptr : reinterpret_cast<Object*>(o); };
   while (p < fringe) {
     const uint32_t n = SizeAt(p);
-    if (n == 0) break;  // unparseable: never expected; treat as "no object"
+    if (n == 0) return {nullptr, nullptr};  // unparseable: never expected; treat as "no object"
     if (word < reinterpret_cast<uintptr_t>(p) + n) {
-      return IsFiller(p) ? nullptr : reinterpret_cast<Object*>(p);
+      return {object(p), word == reinterpret_cast<uintptr_t>(p) ? object(previous) : nullptr};
     }
+    previous = p;
     p += n;
   }
-  return nullptr;
+  // At or past the fringe: only the fringe itself is the end of an object (the chunk's last).
+  return {nullptr, word == reinterpret_cast<uintptr_t>(p) ? object(previous) : nullptr};
 }
 
-Object* ResolveAmbiguousWord(uintptr_t word) {
+Object* FindObjectInChunk(char* chunk, char* fringe, uintptr_t word) {
+  return FindReferentsInChunk(chunk, fringe, word).into;
+}
+
+namespace {
+// Both referents of `word` found inside its own chunk (or large run); an object that ends exactly at
+// the chunk's end, and so at `word` when `word` starts the next chunk, is the caller's to find.
+AmbiguousReferents ResolveInChunk(uintptr_t word) {
   const void* addr = reinterpret_cast<const void*>(word);
-  if (!PageSpace::Get().Contains(addr)) return nullptr;
+  if (!PageSpace::Get().Contains(addr)) return {nullptr, nullptr};
   PageHeader* page = PageOf(addr);
   const size_t index = ChunkIndexOf(addr);
-  if (index == 0 || !page->in_use) return nullptr;
+  if (index == 0 || !page->in_use) return {nullptr, nullptr};
   switch (page->chunk_kind[index].load(std::memory_order_relaxed)) {
     case ChunkKind::kFree:
     case ChunkKind::kHeader:
-      return nullptr;
+      return {nullptr, nullptr};
     case ChunkKind::kLargeHead:
     case ChunkKind::kLargeTail: {
       const size_t head = page->chunk_kind[index].load(std::memory_order_relaxed) == ChunkKind::kLargeHead
                               ? index
                               : page->chunk[index].run_chunks;
       auto* o = reinterpret_cast<Object*>(page->ChunkStart(head));
-      return word < reinterpret_cast<uintptr_t>(o) + o->size() ? o : nullptr;
+      const uintptr_t end = reinterpret_cast<uintptr_t>(o) + o->size();
+      if (word < end) return {o, nullptr};
+      return {nullptr, word == end ? o : nullptr};
     }
     case ChunkKind::kNursery: {
       // The calling thread's current nursery chunk ends at its cursor, not at its published fringe.
@@ -133,16 +152,33 @@ Object* ResolveAmbiguousWord(uintptr_t word) {
       char* fringe = self != nullptr && self->heap.CurrentNurseryChunk() == chunk
                          ? self->heap.nursery_cursor()
                          : page->chunk[index].fringe;
-      return FindObjectInChunk(chunk, fringe, word);
+      return FindReferentsInChunk(chunk, fringe, word);
     }
     case ChunkKind::kOld:
-      return FindObjectInChunk(page->ChunkStart(index), page->chunk[index].fringe, word);
+      return FindReferentsInChunk(page->ChunkStart(index), page->chunk[index].fringe, word);
   }
-  return nullptr;
+  return {nullptr, nullptr};
+}
+}  // namespace
+
+Object* ResolveAmbiguousWord(uintptr_t word) { return ResolveInChunk(word).into; }
+
+AmbiguousReferents ResolveAmbiguousReferents(uintptr_t word) {
+  AmbiguousReferents r = ResolveInChunk(word);
+  // A word at a chunk boundary is also one past the end of the previous chunk's last object, when
+  // that object fills its chunk (or its large run) to the end.
+  if (r.ending == nullptr && (word & (kChunkSize - 1)) == 0 && word != 0) {
+    Object* before = ResolveInChunk(word - 1).into;
+    if (before != nullptr && reinterpret_cast<uintptr_t>(before) + before->size() == word) r.ending = before;
+  }
+  return r;
 }
 
 namespace internal {
 void RememberSlot(std::atomic<Object*>* slot) {
+#ifdef REVKV_MUTATION_NO_WRITE_BARRIER
+  return;  // mutation test: the write barrier forgets old-to-young slots
+#endif
   std::vector<std::atomic<Object*>*>& set = RequireThread()->heap.remembered();
   if (!set.empty() && set.back() == slot) return;  // the common case of a slot written in a loop
   set.push_back(slot);

@@ -261,6 +261,10 @@ struct HeapOptions {
 const HeapOptions& InitializeRuntime(const HeapOptions& options = HeapOptions());
 // Changes the maximum heap size; takes effect at the next allocation slow path. Thread-safe.
 void SetMaxHeapBytes(size_t bytes);
+// Changes HeapOptions::retained_free_pages and retain_evacuation_reserve; takes effect when the next
+// major collection returns its free pages (pages retained by an earlier one stay until then).
+// Thread-safe.
+void SetPageRetention(size_t retained_free_pages, bool retain_evacuation_reserve);
 
 // ---------------------------------------------------------------------------------------------------
 // 7. Allocation
@@ -315,10 +319,21 @@ struct HeapUsage {
 };
 HeapUsage GetHeapUsage();
 
-// Resolves an ambiguous word as the conservative scanner does: the start of the object it points
-// into (interior pointers included), or nullptr when it points into no object. Only meaningful while
-// the heap cannot change under the caller (the calling thread's own nursery, or a stopped world).
+// Resolves an ambiguous word: the start of the object it points into (interior pointers included),
+// or nullptr when it points into no object. Only meaningful while the heap cannot change under the
+// caller (the calling thread's own nursery, or a stopped world).
 Object* ResolveAmbiguousWord(uintptr_t word);
+
+// The objects an ambiguous word may stand for, as the conservative scanner sees them: `into`, the
+// object it points into (ResolveAmbiguousWord), and `ending`, the object it points one past the end
+// of. A derived pointer belongs to its base object (seed 001), and a loop over an object's words or
+// bytes leaves one at its end, which is also the start of the next object or chunk: the scanner pins
+// both. Either may be null. Same conditions as ResolveAmbiguousWord.
+struct AmbiguousReferents {
+  Object* into;
+  Object* ending;
+};
+AmbiguousReferents ResolveAmbiguousReferents(uintptr_t word);
 
 // True if `p` lies in some thread's nursery chunk.
 inline bool IsInNursery(const void* p) { return internal::InNursery(p); }

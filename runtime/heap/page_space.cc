@@ -40,6 +40,12 @@ void PageSpace::SetMaxBytes(size_t bytes) {
   if (next_major_trigger_.load(std::memory_order_relaxed) > ceiling) next_major_trigger_.store(ceiling);
 }
 
+void PageSpace::SetPageRetention(size_t retained_free_pages, bool retain_evacuation_reserve) {
+  std::lock_guard<std::mutex> lock(mu_);
+  retained_free_pages_ = retained_free_pages;
+  retain_evacuation_reserve_ = retain_evacuation_reserve;
+}
+
 bool PageSpace::Contains(const void* p) const {
   const uintptr_t a = reinterpret_cast<uintptr_t>(p);
   const int n = segment_count_.load(std::memory_order_acquire);

@@ -37,6 +37,8 @@ class PageSpace {
 
   void Configure(const HeapOptions& options);
   void SetMaxBytes(size_t bytes);
+  // HeapOptions::retained_free_pages and retain_evacuation_reserve; effective from the next rebuild.
+  void SetPageRetention(size_t retained_free_pages, bool retain_evacuation_reserve);
   size_t MaxBytes() const { return max_pages_.load(std::memory_order_relaxed) * kPageSize; }
 
   // Takes a free chunk of a small-object page and gives it `kind` and `owner`; its fringe is its start.

@@ -92,8 +92,24 @@ void ThreadHeap::DropOldRegion() {
   hole_scan_ = nullptr;
 }
 
+void ThreadHeap::ForgetSlotsIntoNursery() {
+  const std::vector<char*>& chunks = SortedNurseryChunks();
+  for (std::atomic<Object*>* slot : remembered_) {
+    // Relaxed: the slot belongs to a local object of this thread (or of nobody, once it is dead), and
+    // only this thread, or the collector with the world stopped, reads it.
+    Object* v = slot->load(std::memory_order_relaxed);
+    if (v != nullptr && ChunkKindOf(v) == ChunkKind::kNursery &&
+        std::binary_search(chunks.begin(), chunks.end(), ChunkBaseOf(v))) {
+      slot->store(nullptr, std::memory_order_relaxed);
+    }
+  }
+  remembered_.clear();
+}
+
 void ThreadHeap::ResetNursery() {
   if (nursery_chunks_.empty()) return;
+  // Before the chunks are reused: a slot still pointing into them would soon point into other bytes.
+  ForgetSlotsIntoNursery();
   const size_t used = NurseryUsedBytes();
   if (used > nursery_index_ * kChunkSize) {
     g_bytes_allocated.fetch_add(used - nursery_index_ * kChunkSize, std::memory_order_relaxed);
@@ -113,11 +129,9 @@ void ThreadHeap::ResetNursery() {
       if (chunk == nullptr) break;
       nursery_chunks_.push_back(chunk);
       sorted_nursery_stale_ = true;
-      sorted_nursery_stale_ = true;
     }
   }
   nursery_index_ = 0;
-  remembered_.clear();
   if (nursery_chunks_.empty()) {  // the heap is exhausted; allocation will report it
     nursery_ = BumpRegion();
     return;
@@ -155,6 +169,7 @@ void ThreadHeap::PromoteNurseryChunk(char* chunk, uint16_t owner) {
 }
 
 void ThreadHeap::ReleaseNursery() {
+  ForgetSlotsIntoNursery();  // while the chunks are still this nursery's
   for (char* chunk : nursery_chunks_) PageSpace::Get().ReleaseChunk(chunk);
   nursery_chunks_.clear();
   sorted_nursery_stale_ = true;
@@ -162,7 +177,6 @@ void ThreadHeap::ReleaseNursery() {
   nursery_index_ = 0;
   old_.Retire();
   DropOldRegion();
-  remembered_.clear();
 }
 
 bool ThreadHeap::NextHole(size_t size) {

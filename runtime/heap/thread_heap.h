@@ -79,6 +79,8 @@ class ThreadHeap {
   // Forgets the old-space region (after a major collection has condemned its chunk).
   void DropOldRegion();
   // Empties the nursery: every chunk is reusable from its start. Debug builds poison the old content.
+  // Every remembered slot that still points into the nursery is set to null first (see
+  // ForgetSlotsIntoNursery), so no object outside it keeps a pointer into memory about to be reused.
   void ResetNursery();
   // Removes nursery chunk `chunk` from the nursery (it now holds objects promoted in place) and takes
   // a replacement if the heap has one.
@@ -103,6 +105,14 @@ class ThreadHeap {
   std::vector<std::atomic<Object*>*>& remembered() { return remembered_; }
 
  private:
+  // Nulls every remembered slot that points into this nursery, then clears the set. The nursery is
+  // being discarded untraced (an aborted or read-only transaction, the end of a collection, thread
+  // exit), so what those slots point to is garbage; only dead local objects outside the nursery can
+  // still hold such a slot (a collection forwards the slots of live ones first). Left as they were,
+  // the slots would point into the bytes of whatever the nursery holds next; a stale stack word that
+  // pins the dead holder in a major collection would make that collection re-remember the slot, and
+  // the next minor collection would "forward" whatever header those bytes spell.
+  void ForgetSlotsIntoNursery();
   char* NextNurseryChunk(size_t size);
   char* AllocateOldSlow(size_t size, uint16_t owner);
   bool NextHole(size_t size);

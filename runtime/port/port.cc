@@ -7,6 +7,7 @@
 #include <time.h>
 #include <unistd.h>
 
+#include <cstddef>
 #include <cstdio>
 #include <cstdlib>
 
@@ -45,37 +46,35 @@ StackBounds CurrentThreadStackBounds() {
   return StackBounds{low, low + size};
 }
 
+namespace {
+// Copies the stack from this function's frame up to `caller_cfa`, the top of the caller's frame (its
+// canonical frame address: the stack pointer before the call to it), so the whole caller frame; returns
+// the number of words. Reads raw stack, like the scanner, hence uninstrumented.
+REVKV_NO_SANITIZE_STACK_SCAN int CopyCallerFrame(SavedRegisters* out, uintptr_t caller_cfa) {
+  const uintptr_t low = reinterpret_cast<uintptr_t>(__builtin_frame_address(0)) & ~uintptr_t{7};
+  if (caller_cfa < low || (caller_cfa - low) / sizeof(uintptr_t) > SavedRegisters::kCount) {
+    std::fprintf(stderr, "revkv runtime: callee-saved registers spill frame of %zd bytes does not fit\n",
+                 static_cast<ptrdiff_t>(caller_cfa - low));
+    std::abort();
+  }
+  const int words = static_cast<int>((caller_cfa - low) / sizeof(uintptr_t));
+  const auto* from = reinterpret_cast<const volatile uintptr_t*>(low);
+  for (int i = 0; i < words; ++i) out->words[i] = from[i];
+  for (int i = words; i < SavedRegisters::kCount; ++i) out->words[i] = 0;
+  return words;
+}
+}  // namespace
+
+// __builtin_unwind_init makes the compiler save every callee-saved register of the target ABI in this
+// function's frame (x86-64: rbx, rbp, r12-r15; AArch64: x19-x29 and d8-d15), as it must for a function
+// that an exception may unwind through; the helper then copies the frame. The compiler knows the
+// register set, so nothing here names a register, and a register the ABI adds is not forgotten. (A
+// jmp_buf would do too, but glibc mangles the rbp it stores on x86-64, and rbp holds data when the
+// frame pointer is omitted.) Storing the helper's result keeps the call from being a tail call, which
+// would pop this frame before the copy.
 __attribute__((noinline)) void CaptureCalleeSavedRegisters(SavedRegisters* out) {
-#if defined(__x86_64__)
-  // System V AMD64: rbx, rbp, r12-r15 are preserved across calls.
-  asm volatile(
-      "movq %%rbx, 0(%0)\n\t"
-      "movq %%rbp, 8(%0)\n\t"
-      "movq %%r12, 16(%0)\n\t"
-      "movq %%r13, 24(%0)\n\t"
-      "movq %%r14, 32(%0)\n\t"
-      "movq %%r15, 40(%0)\n\t"
-      :
-      : "D"(out->words)  // rdi: a caller-saved register, so no callee-saved value is clobbered first
-      : "memory");
-  for (int i = 6; i < SavedRegisters::kCount; ++i) out->words[i] = 0;
-#elif defined(__aarch64__)
-  // AAPCS64: x19-x28 and x29 (the frame pointer) are preserved; x30 (the link register) may hold a
-  // value too.
-  register uintptr_t* words asm("x0") = out->words;  // caller-saved, so nothing preserved is clobbered
-  asm volatile(
-      "stp x19, x20, [%0, #0]\n\t"
-      "stp x21, x22, [%0, #16]\n\t"
-      "stp x23, x24, [%0, #32]\n\t"
-      "stp x25, x26, [%0, #48]\n\t"
-      "stp x27, x28, [%0, #64]\n\t"
-      "stp x29, x30, [%0, #80]\n\t"
-      :
-      : "r"(words)
-      : "memory");
-#else
-#error "revkv runtime: CaptureCalleeSavedRegisters is not implemented for this CPU"
-#endif
+  __builtin_unwind_init();
+  out->used = CopyCallerFrame(out, reinterpret_cast<uintptr_t>(__builtin_dwarf_cfa()));
 }
 
 __attribute__((noinline)) uintptr_t ApproximateStackPointer() {

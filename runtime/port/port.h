@@ -36,10 +36,14 @@ StackBounds CurrentThreadStackBounds();
 
 // The callee-saved registers of the calling thread at the point of the call. A pointer the caller
 // keeps in one of them across a call to a blocking function is invisible on the stack; the scanner
-// reads this copy instead.
+// reads this copy instead. The copy is the frame in which the compiler spilled every callee-saved
+// register (general and, on AArch64, d8-d15), so besides the registers it holds a few return addresses
+// and frame links: more ambiguous words, never fewer. Aborts if that frame outgrows `words` (it is a
+// few dozen words on both CPUs).
 struct SavedRegisters {
-  static constexpr int kCount = 12;
+  static constexpr int kCount = 64;
   uintptr_t words[kCount];
+  int used;  // words filled; the rest are zero
 };
 void CaptureCalleeSavedRegisters(SavedRegisters* out);
 

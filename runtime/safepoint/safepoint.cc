@@ -17,6 +17,7 @@
 #include "runtime/safepoint/safepoint.h"
 
 #include <algorithm>
+#include <chrono>
 #include <cstdio>
 #include <cstdlib>
 #include <thread>
@@ -50,7 +51,35 @@ thread_local ThreadContext* t_current = nullptr;
 // How long the collector spins on a running thread before sleeping on its state word. Threads poll
 // every few microseconds, so most stops complete within the spin.
 constexpr uint64_t kStopSpinNanos = 50'000;
+
+// The watchdog threshold. Relaxed: a plain setting, read once per stop; no other memory hangs on it.
+std::atomic<uint64_t> g_watchdog_nanos{50'000'000};
+
+const char* StateName(ThreadState state) {
+  switch (state) {
+    case ThreadState::kRunning:
+      return "running";
+    case ThreadState::kSafeRegion:
+      return "in a safe region";
+    case ThreadState::kAtSafepoint:
+      return "at a safepoint";
+  }
+  return "unknown";
+}
+
+// Logs a thread the stop has waited for past the threshold: its name (immutable after registration)
+// and its state (relaxed: for the message only; the wait loop reads it with the order that matters).
+void ReportLateThread(const ThreadContext* t, uint64_t waited_nanos) {
+  RecordLateSafepoint();
+  std::fprintf(stderr,
+               "revkv runtime: stop-the-world has waited %.1f ms for thread '%s' (index %u), which is %s "
+               "and has not polled\n",
+               static_cast<double>(waited_nanos) / 1e6, t->name.c_str(), static_cast<unsigned>(t->index),
+               StateName(t->state.load(std::memory_order_relaxed)));
+}
 }  // namespace
+
+void SetSafepointWatchdogNanos(uint64_t nanos) { g_watchdog_nanos.store(nanos, std::memory_order_relaxed); }
 
 ThreadContext* CurrentThread() { return t_current; }
 
@@ -107,12 +136,25 @@ uint64_t ThreadRegistry::StopTheWorld(ThreadContext* self) {
   mu_.lock();
   const uint64_t t0 = port::NowNanos();
   internal::g_poll_word.fetch_or(internal::kStopRequested, std::memory_order_seq_cst);
+  const uint64_t watchdog = g_watchdog_nanos.load(std::memory_order_relaxed);
   for (ThreadContext* t : threads_) {
     if (t == self) continue;
     const uint64_t spin_start = port::NowNanos();
+    bool watching = watchdog != 0;  // until this thread is reported
+    uint64_t nap = 20'000;
     while (t->state.load(std::memory_order_seq_cst) == ThreadState::kRunning) {
-      if (port::NowNanos() - spin_start < kStopSpinNanos) {
+      const uint64_t now = port::NowNanos();
+      if (now - spin_start < kStopSpinNanos) {
         port::CpuRelax();
+      } else if (watching) {
+        // Short naps instead of a blocking wait, which has no timeout, until the watchdog has spoken.
+        if (now - t0 >= watchdog) {
+          ReportLateThread(t, now - t0);
+          watching = false;
+        } else {
+          std::this_thread::sleep_for(std::chrono::nanoseconds(std::min(nap, watchdog - (now - t0))));
+          nap = std::min<uint64_t>(2 * nap, 1'000'000);
+        }
       } else {
         t->state.wait(ThreadState::kRunning, std::memory_order_seq_cst);
       }

@@ -65,6 +65,11 @@ class SafeRegion {
   bool active_;
 };
 
+// The time-to-safepoint watchdog: a stop-the-world that has waited `nanos` (default 50 ms) for a
+// thread still running logs that thread's name and state to stderr and counts it in
+// GcStatistics::late_safepoints, then goes on waiting. 0 turns the watchdog off. Thread-safe.
+void SetSafepointWatchdogNanos(uint64_t nanos);
+
 // Number of registered threads. Thread-safe.
 int RegisteredThreadCount();
 

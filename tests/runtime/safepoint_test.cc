@@ -322,5 +322,36 @@ TEST_F(SafepointTest, FourThreadsMutateTheirStructuresWhileTheWorldStopsRepeated
               static_cast<unsigned long long>(tts.max_nanos));
 }
 
+// The time-to-safepoint watchdog: a thread that runs 200 ms without polling holds up a stop past a
+// 20 ms threshold; the stop logs the thread by name and state and counts it. A stop that nothing holds
+// up counts nothing.
+TEST_F(SafepointTest, TheWatchdogReportsAThreadThatHoldsUpAStop) {
+  SetSafepointWatchdogNanos(20'000'000);
+  const uint64_t late_before = GetGcStatistics(0).late_safepoints;
+  CollectMajor();  // no other thread: nobody is late
+  EXPECT_EQ(GetGcStatistics(0).late_safepoints, late_before);
+  std::atomic<bool> spinning{false};
+  std::atomic<bool> done{false};
+  std::thread slow([&] {
+    ThreadRegistration r("slow-worker");
+    spinning.store(true, std::memory_order_release);
+    const auto until = std::chrono::steady_clock::now() + 200ms;
+    while (std::chrono::steady_clock::now() < until) {
+    }  // no poll: the stop must wait
+    while (!done.load(std::memory_order_acquire)) Poll();
+  });
+  while (!spinning.load(std::memory_order_acquire)) std::this_thread::yield();
+  ::testing::internal::CaptureStderr();
+  CollectMajor();
+  const std::string log = ::testing::internal::GetCapturedStderr();
+  done.store(true, std::memory_order_release);
+  Join(slow);
+  SetSafepointWatchdogNanos(50'000'000);
+  EXPECT_EQ(GetGcStatistics(0).late_safepoints, late_before + 1);
+  EXPECT_NE(log.find("thread 'slow-worker'"), std::string::npos) << log;
+  EXPECT_NE(log.find("which is running"), std::string::npos) << log;
+  EXPECT_GE(LastRecord().time_to_safepoint_nanos, 20'000'000u);
+}
+
 }  // namespace
 }  // namespace revkv::runtime::testing

@@ -182,13 +182,21 @@ inline CollectionRecord LastRecord() {
   return stats.recent.back();
 }
 
-// Registers the test's main thread with a runtime configured by Options().
+// Registers the test's main thread with a runtime configured by Options(). The runtime starts once per
+// process, with the first test's options; the options that can change later (the maximum, page
+// retention) are applied again for every test, so that a test does not depend on running first. A
+// fixture may override only those and the ones all fixtures share.
 class RuntimeTest : public ::testing::Test {
  protected:
   virtual HeapOptions Options() { return SmallHeapOptions(); }
   void SetUp() override {
-    InitializeRuntime(Options());
-    SetMaxHeapBytes(Options().max_heap_bytes);
+    // Every runtime test runs with the heap verifier (runtime/gc/verifier.cc) unless the environment
+    // says otherwise; the runtime reads this when it starts.
+    setenv("REVKV_VERIFY_HEAP", "1", /*overwrite=*/0);
+    const HeapOptions options = Options();
+    InitializeRuntime(options);
+    SetMaxHeapBytes(options.max_heap_bytes);
+    SetPageRetention(options.retained_free_pages, options.retain_evacuation_reserve);
     registration_.emplace("test-main");
   }
   void TearDown() override {

@@ -1,0 +1,152 @@
+// The heap verifier (DESIGN 2.2 "Self-checks"): after a collection, checks the invariants every later
+// collection relies on, and aborts the process with a message naming the object and the slot when one
+// is broken. On in test and sanitizer builds (REVKV_DEBUG_CHECKS) and wherever REVKV_VERIFY_HEAP=1 is
+// in the environment when the runtime starts; off otherwise, since it costs about as much as the
+// collection it checks.
+//
+//  - After a major collection (world stopped) it walks every object of the heap: every old and
+//    nursery chunk parsed to its fringe and every large object. After that collection the heap holds
+//    no garbage outside the nurseries (condemned chunks were freed or reduced to their pinned objects,
+//    unmarked large objects freed) and nursery objects were all scanned in place, so this is every
+//    reachable object, conservatively. For each: no collector flag is left (kForwarded, kPinned,
+//    kMarked); h_revision is not a lock value and, if it is a pointer, points at an object start;
+//    every non-null reference slot points at an object start; a slot outside a nursery that points
+//    into one is in the remembered set of that nursery's owner.
+//  - After a minor or local collection (thread-local; other threads run) it checks the collection's
+//    survivors only: none of their slots may point into the nursery just emptied (the remembered set is
+//    empty now, so such a slot would be an unremembered old-to-nursery pointer, and dangling), and no
+//    h_revision is a lock value.
+#include <algorithm>
+#include <atomic>
+#include <cstdio>
+#include <cstdlib>
+#include <cstring>
+#include <vector>
+
+#include "runtime/gc/collector.h"
+#include "runtime/heap/object_format.h"
+#include "runtime/heap/page_space.h"
+#include "runtime/safepoint/thread_context.h"
+
+namespace revkv::runtime {
+
+namespace {
+// Written once by InitializeRuntime (under its once flag), read by collections afterwards: relaxed
+// suffices, since every thread that collects has registered, which happens after start-up, and the
+// registry mutex orders the two.
+std::atomic<bool> g_verify_heap{false};
+
+[[noreturn]] void Fail(const char* what, const void* object, const void* slot, uintptr_t value) {
+  std::fprintf(stderr, "revkv heap verifier: %s (object %p, type %u, slot %p, value 0x%zx)\n", what, object,
+               object != nullptr ? static_cast<const Object*>(object)->type() : 0u, slot,
+               static_cast<size_t>(value));
+  std::abort();
+}
+
+void CheckHeader(const Object* o) {
+  if (o->flags() & (kForwarded | kPinned | kMarked)) {
+    Fail("a collector flag survived the collection", o, nullptr, o->flags());
+  }
+  if (IsLockValue(o->h_revision.load(std::memory_order_relaxed))) {
+    Fail("locked header after a collection", o, &o->h_revision,
+         o->h_revision.load(std::memory_order_relaxed));
+  }
+}
+
+template <class F>
+void ForEachObjectInChunk(char* chunk, char* fringe, F&& f) {
+  for (char* p = chunk; p < fringe;) {
+    const uint32_t n = SizeAt(p);
+    if (n == 0 || p + n > chunk + kChunkSize) Fail("unparseable chunk", p, chunk, n);
+    if (!IsFiller(p)) f(reinterpret_cast<Object*>(p));
+    p += n;
+  }
+}
+}  // namespace
+
+void InitHeapVerification() {
+#ifdef REVKV_DEBUG_CHECKS
+  bool on = true;
+#else
+  bool on = false;
+#endif
+  if (const char* env = std::getenv("REVKV_VERIFY_HEAP"); env != nullptr) on = std::strcmp(env, "0") != 0;
+  g_verify_heap.store(on, std::memory_order_relaxed);
+}
+
+bool HeapVerificationEnabled() { return g_verify_heap.load(std::memory_order_relaxed); }
+
+void VerifyHeapAfterMajorCollection(const std::vector<ThreadContext*>& threads) {
+  PageSpace& space = PageSpace::Get();
+  // Kept between collections (the world is stopped and collections are serialized, so one user at a
+  // time): the memory is faulted in once, not at every collection whose page faults tests count.
+  static std::vector<Object*>& objects = *new std::vector<Object*>();
+  static std::vector<const std::atomic<Object*>*>& remembered =
+      *new std::vector<const std::atomic<Object*>*>();
+  objects.clear();
+  remembered.clear();
+  for (PageHeader* page : space.SmallPages()) {
+    for (size_t i = 1; i < kChunksPerPage; ++i) {
+      const ChunkKind kind = page->chunk_kind[i].load(std::memory_order_relaxed);
+      if (kind != ChunkKind::kOld && kind != ChunkKind::kNursery) continue;
+      ForEachObjectInChunk(page->ChunkStart(i), page->chunk[i].fringe,
+                           [&](Object* o) { objects.push_back(o); });
+    }
+  }
+  for (PageHeader* page : space.LargePages()) {
+    for (size_t i = 1; i < kChunksPerPage; ++i) {
+      if (page->chunk_kind[i].load(std::memory_order_relaxed) == ChunkKind::kLargeHead) {
+        objects.push_back(reinterpret_cast<Object*>(page->ChunkStart(i)));
+      }
+    }
+  }
+  std::sort(objects.begin(), objects.end());  // the set of object starts, for binary search
+  for (ThreadContext* t : threads) {
+    remembered.insert(remembered.end(), t->heap.remembered().begin(), t->heap.remembered().end());
+  }
+  std::sort(remembered.begin(), remembered.end());
+  auto is_start = [&](uintptr_t v) {
+    return std::binary_search(objects.begin(), objects.end(), reinterpret_cast<Object*>(v));
+  };
+  for (Object* o : objects) {
+    CheckHeader(o);
+    const uintptr_t h = o->h_revision.load(std::memory_order_relaxed);
+    if (IsRevisionPointer(h) && h != 0 && !is_start(h)) {
+      Fail("h_revision points at no object start", o, &o->h_revision, h);
+    }
+    const bool in_nursery = ChunkKindOf(o) == ChunkKind::kNursery;
+    ForEachReferenceSlot(o, [&](std::atomic<Object*>* slot) {
+      Object* v = slot->load(std::memory_order_relaxed);
+      if (v == nullptr) return;
+      const auto value = reinterpret_cast<uintptr_t>(v);
+      if (!is_start(value)) Fail("a slot points at no object start", o, slot, value);
+      if (!in_nursery && ChunkKindOf(v) == ChunkKind::kNursery &&
+          !std::binary_search(remembered.begin(), remembered.end(), slot)) {
+        Fail("an old-to-nursery slot is not remembered", o, slot, value);
+      }
+    });
+  }
+}
+
+void VerifySurvivorsOfNurseryCollection(ThreadContext* self, const std::vector<Object*>& survivors) {
+  const std::vector<char*>& nursery = self->heap.SortedNurseryChunks();
+  auto in_nursery = [&](const void* p) {
+    return ChunkKindOf(p) == ChunkKind::kNursery &&
+           std::binary_search(nursery.begin(), nursery.end(), ChunkBaseOf(p));
+  };
+  for (Object* o : survivors) {
+    if (IsLockValue(o->h_revision.load(std::memory_order_relaxed))) {
+      Fail("locked header after a collection", o, &o->h_revision,
+           o->h_revision.load(std::memory_order_relaxed));
+    }
+    if (in_nursery(o)) Fail("a survivor is still in the emptied nursery", o, nullptr, 0);
+    ForEachReferenceSlot(o, [&](std::atomic<Object*>* slot) {
+      Object* v = slot->load(std::memory_order_relaxed);
+      if (v != nullptr && in_nursery(v)) {
+        Fail("a survivor points into the emptied nursery", o, slot, reinterpret_cast<uintptr_t>(v));
+      }
+    });
+  }
+}
+
+}  // namespace revkv::runtime
