@@ -94,6 +94,7 @@ void TxDescriptor::ClearTransactionState() {
   commit_action = nullptr;
   doomed = false;
   is_inevitable = false;
+  inevitable_by_escalation = false;
 }
 
 TxDescriptor* DescriptorByIndex(uint16_t index) {

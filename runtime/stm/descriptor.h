@@ -77,6 +77,9 @@ struct TxDescriptor {
   // ----- seed 000 transaction-local data -----
   uint64_t start_time = 0;
   bool is_inevitable = false;
+  // The attempt was made inevitable by the progress guarantee, not by the body (BecomeInevitable or a
+  // commit action): it may still give inevitability up when the body calls Retry().
+  bool inevitable_by_escalation = false;
   absl::flat_hash_map<Object*, Object*> global_to_local;  // R -> L
   std::vector<Object*> list_of_read_objects;
   struct RecentRead {

@@ -17,6 +17,7 @@
 #include "runtime/gc/gc.h"
 #include "runtime/heap/heap.h"
 #include "runtime/safepoint/safepoint.h"
+#include "runtime/stm/descriptor.h"  // kInevitableAfterAborts and other constants the tests exercise
 #include "tests/runtime/test_support.h"
 
 namespace revkv::runtime::testing {
@@ -700,6 +701,57 @@ TEST_F(StmTest, ExplicitRetriesDoNotMakeATransactionInevitable) {
               }).ok());
   EXPECT_EQ(attempts, 100);
   EXPECT_GE(stm::GetStmStatistics().aborts[static_cast<int>(stm::AbortCause::kExplicit)], 99u);
+}
+
+// The progress guarantee makes the 33rd attempt inevitable; a body that then calls Retry() (it waits for
+// a condition) must not kill the process: the escalated attempt gives up inevitability and the body runs
+// again as an ordinary transaction. A helper commits a conflicting write during each of the first 32
+// attempts, so each of them fails validation at commit.
+TEST_F(StmTest, RetryInAnAttemptMadeInevitableByTheProgressGuaranteeRunsTheBodyAgain) {
+  MakeAccounts(2, 0);
+  std::atomic<int> requested{0};
+  std::atomic<int> conflicts{0};
+  std::thread helper([&] {
+    ThreadRegistration r("conflict");
+    for (int i = 1; i <= stm::kInevitableAfterAborts; ++i) {
+      while (requested.load() < i) std::this_thread::yield();
+      ASSERT_TRUE(stm::Atomically([&](Tx& tx) {
+                    auto tbl = tx.Read(table());
+                    tx.Write(Ref<Account>(tbl->at(0)))->balance += 1;
+                  }).ok());
+      conflicts.store(i);
+    }
+  });
+  int attempts = 0;
+  int escalated_attempts = 0;
+  bool retried_while_inevitable = false;
+  ASSERT_TRUE(stm::Atomically([&](Tx& tx) {
+                const int attempt = ++attempts;
+                auto tbl = tx.Read(table());
+                const int64_t seen = tx.Read(Ref<Account>(tbl->at(0)))->balance;
+                if (attempt <= stm::kInevitableAfterAborts) {
+                  requested.store(attempt);  // a conflicting commit after our read
+                  while (conflicts.load() < attempt) std::this_thread::yield();
+                }
+                tx.Write(Ref<Account>(tbl->at(1)))->balance = seen;
+                if (tx.inevitable()) {
+                  ++escalated_attempts;
+                  if (!retried_while_inevitable) {
+                    retried_while_inevitable = true;
+                    tx.Retry();  // e.g. waiting for a condition to change
+                  }
+                }
+              }).ok());
+  Join(helper);
+  EXPECT_TRUE(retried_while_inevitable) << "attempt " << stm::kInevitableAfterAborts + 1
+                                        << " was to be inevitable";
+  EXPECT_EQ(escalated_attempts, 1) << "after Retry() the body runs as an ordinary transaction";
+  EXPECT_EQ(attempts, stm::kInevitableAfterAborts + 2);
+  absl::StatusOr<int64_t> copied = stm::ReadOnly([&](SnapshotTx& tx) {
+    return tx.Read(Ref<Account>(tx.Read(table())->at(1)))->balance;
+  });
+  ASSERT_TRUE(copied.ok());
+  EXPECT_EQ(*copied, stm::kInevitableAfterAborts);
 }
 
 TEST_F(StmTest, ATransactionCommitsCorrectlyAfterACollectionInItsBody) {
