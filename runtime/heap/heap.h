@@ -26,6 +26,7 @@
 #include <initializer_list>
 #include <string>
 #include <string_view>
+#include <type_traits>
 #include <vector>
 
 #include "absl/status/status.h"
@@ -147,7 +148,15 @@ class Field {
   // The reference. Through a const field (a field of an object read but not written) the result is
   // const too: a global object is immutable, and the STM's handles hand out const objects to readers.
   T* Load() { return static_cast<T*>(ptr_.load(std::memory_order_relaxed)); }
-  const T* Load() const { return static_cast<const T*>(ptr_.load(std::memory_order_relaxed)); }
+  // A const field is what a transaction sees through a ReadPtr; if T may be a versioned object, reading
+  // through the loaded pointer would skip the read barrier (no newest revision, no read-set entry), so
+  // that overload does not exist: such a field is read with Tx::Read(container, &C::field) or made a
+  // Ref. Immutable targets may be read as is (the barrier returns them unchanged).
+  const T* Load() const
+    requires(!std::is_same_v<T, Object> && !std::is_base_of_v<VersionedObject, T>)
+  {
+    return static_cast<const T*>(ptr_.load(std::memory_order_relaxed));
+  }
   // The reference as stored, for the STM's handle types (Ref<T>), which cannot be read through.
   T* LoadReference() const { return static_cast<T*>(ptr_.load(std::memory_order_relaxed)); }
   // Stores `value` with the generational write barrier. The object holding this field must be
