@@ -6,7 +6,8 @@
 //  - The fast path of DirectReadBarrier also checks the head's time: a reference reached through a
 //    compressed chain or a collapsed field may name a revision newer than the start time, and a
 //    read-only transaction commits without validation, so such a read must go the slow way.
-//  - PossiblyUpdateChain compresses with compare-and-swap, hop by hop, only while the value it
+//  - PossiblyUpdateChain runs only in a transaction that has written (a read-only one writes no shared
+//    memory), and compresses with compare-and-swap, hop by hop, only while the value it
 //    replaces is a pointer to an older revision than the target, and only to a target whose commit time
 //    is at most the snapshot horizon; it stops at the first odd h_revision (a head or a lock). Besides
 //    the seed's "rarely", it always compresses after a walk of two hops or more, or of one hop from a
@@ -75,6 +76,9 @@ Object* ReadGlobalToLocal(Object* l, Object* container, std::atomic<Object*>* sl
 constexpr int kLongWalk = 1;
 void PossiblyUpdateChain(TxDescriptor* d, Object* g, Object* r, int hops, std::atomic<Object*>* slot) {
   if (r == g) return;
+  // A transaction that has not written may commit read-only, and then it must have written no shared
+  // memory (DESIGN 2.3): compression is the writers' job (and the major collector's).
+  if (!d->will_write) return;
   // One hop from a field: fixing the field alone makes the next read hop-free.
   const bool long_walk = hops > kLongWalk || slot != nullptr;
   if (!long_walk && (++d->rarely_counter % kRarelyPeriod) != 0) return;
@@ -214,6 +218,7 @@ Object* Tx::ReadBarrier(Object* p, Object* container, std::atomic<Object*>* slot
 Object* Tx::WriteBarrier(Object* p) {
   if (p->HasFlag(kWritten)) return p;  // fast path
   TxDescriptor* d = d_;
+  d->will_write = true;
   Object* w;
   Object* r = nullptr;
   if (!p->HasFlag(kGlobal)) {
@@ -239,6 +244,7 @@ Object* Tx::WriteBarrier(Object* p) {
 Object* Tx::WriteBarrierFromReadReady(Object* ready) {
   if (ready->HasFlag(kWritten)) return ready;
   TxDescriptor* d = d_;
+  d->will_write = true;
   Object* w;
   Object* r = nullptr;
   if (!ready->HasFlag(kGlobal)) {
@@ -269,9 +275,13 @@ Ref<Bytes> Tx::NewBytes(std::string_view data) {
 }
 
 void Tx::PublishAtCommitRaw(GlobalRoot& root, Object* object) {
+  d_->will_write = true;
   d_->publish_at_commit.emplace_back(&root, object);
 }
-void Tx::SetCommitAction(std::function<void(uint64_t)> action) { d_->commit_action = std::move(action); }
+void Tx::SetCommitAction(std::function<void(uint64_t)> action) {
+  d_->will_write = true;
+  d_->commit_action = std::move(action);
+}
 void Tx::BecomeInevitable() { stm::BecomeInevitable(d_); }
 bool Tx::inevitable() const { return d_->is_inevitable; }
 uint64_t Tx::start_time() const { return d_->start_time; }

@@ -93,6 +93,7 @@ void TxDescriptor::ClearTransactionState() {
   publish_at_commit.clear();
   commit_action = nullptr;
   doomed = false;
+  will_write = false;
   is_inevitable = false;
   inevitable_by_escalation = false;
 }

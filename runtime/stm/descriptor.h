@@ -96,6 +96,10 @@ struct TxDescriptor {
   uint16_t thread_index;
   uint32_t rarely_counter = 0;
   bool doomed = false;            // a collection found the read set outdated
+  // The attempt has written (a write barrier), or registered an object to publish or a commit action:
+  // it will commit as a writer, so it may also compress chains (PossiblyUpdateChain). Until then it may
+  // turn out read-only, and a read-only transaction writes no shared memory (DESIGN 2.3).
+  bool will_write = false;
   uint64_t last_commit_time = 0;  // ThisThreadLastCommitTime
   std::function<void(uint64_t)> commit_action;
   std::vector<std::pair<GlobalRoot*, Object*>> publish_at_commit;
