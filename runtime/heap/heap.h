@@ -60,6 +60,7 @@ enum HeaderFlag : uint16_t {
   kGlobal = 1u << 0,            // visible to every thread, immutable except for header words
   kPossiblyOutdated = 1u << 1,  // global and maybe not the newest revision, or has a local copy
   kWritten = 1u << 2,           // local and written by its transaction
+  kLocalCopies = 0x1fu << 3,    // STM: how many transactions hold a written copy (saturates at 31)
   kForwarded = 1u << 8,         // GC: moved; h_revision holds the new address
   kPinned = 1u << 9,            // GC: an ambiguous root points into it; it stays where it is
   kMarked = 1u << 10,           // GC: reached in this collection (objects that do not move)
@@ -96,6 +97,10 @@ class Object {
   }
   void ClearFlags(uint16_t f, std::memory_order order = std::memory_order_relaxed) {
     flags_.fetch_and(static_cast<uint16_t>(~f), order);
+  }
+  // Compare-and-swap of the whole flags word (for counters kept in it); on failure `expected` is updated.
+  bool CompareExchangeFlags(uint16_t& expected, uint16_t desired, std::memory_order order) {
+    return flags_.compare_exchange_weak(expected, desired, order, std::memory_order_relaxed);
   }
   // Replaces all flags with a plain store: only for an object no other thread can reach yet.
   void SetFlagsExclusive(uint16_t f) { flags_.store(f, std::memory_order_relaxed); }

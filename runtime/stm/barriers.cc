@@ -142,6 +142,36 @@ Object* RepeatReadBarrier(Object* o) {
 }
 }  // namespace internal
 
+// The count and the flag share one atomic word and change together in one CAS, so a transaction that
+// holds a copy always finds the flag set (its RepeatReadBarrier depends on it) whatever other writers
+// add or drop. Relaxed: only atomicity matters; the owner of a copy reads its own increment or a later
+// value in the word's modification order, and every later value still counts its copy. Other threads
+// use the flag only to leave the fast path, and check the head with an acquire load anyway.
+constexpr uint16_t kLocalCopyUnit = 1u << 3;
+static_assert((kLocalCopies & (kGlobal | kPossiblyOutdated | kWritten | kForwarded | kPinned | kMarked)) == 0);
+
+void AddWrittenCopy(Object* r) {
+  uint16_t f = r->flags();
+  for (;;) {
+    const uint16_t count = f & kLocalCopies;
+    const uint16_t next =
+        static_cast<uint16_t>(f | kPossiblyOutdated) + (count == kLocalCopies ? 0 : kLocalCopyUnit);
+    if (r->CompareExchangeFlags(f, next, std::memory_order_relaxed)) return;
+  }
+}
+
+void DropWrittenCopy(Object* r) {
+  uint16_t f = r->flags();
+  for (;;) {
+    const uint16_t count = f & kLocalCopies;
+    if (count == kLocalCopies) return;  // saturated: the flag stays until a commit supersedes r
+    if (count == 0) return;             // not counted (a copy set by the collector's rebuild): leave it
+    uint16_t next = static_cast<uint16_t>(f - kLocalCopyUnit);
+    if (count == kLocalCopyUnit) next = static_cast<uint16_t>(next & ~kPossiblyOutdated);
+    if (r->CompareExchangeFlags(f, next, std::memory_order_relaxed)) return;
+  }
+}
+
 // seed 000 LatestGlobalRevision.
 Object* LatestGlobalRevision(TxDescriptor* d, Object* g, Object* /*container*/, std::atomic<Object*>* slot) {
   Object* r = g;
@@ -233,10 +263,10 @@ Object* Tx::WriteBarrier(Object* p) {
             : LatestGlobalRevision(d, p, nullptr, nullptr);
     w = Localize(d, r);
   }
-  w->SetFlagsExclusive(w->flags() | kWritten);
   // Benign race (seed 000): other threads set and read this flag on the same global header; a relaxed
   // RMW suffices because our commit's clock CAS (seq_cst) publishes it before any revision we make.
-  if (r != nullptr) r->SetFlags(kPossiblyOutdated, std::memory_order_relaxed);
+  if (r != nullptr && !w->HasFlag(kWritten)) AddWrittenCopy(r);
+  w->SetFlagsExclusive(w->flags() | kWritten);
   return w;
 }
 
@@ -255,8 +285,8 @@ Object* Tx::WriteBarrierFromReadReady(Object* ready) {
     r = ready;
     w = Localize(d, r);
   }
+  if (r != nullptr && !w->HasFlag(kWritten)) AddWrittenCopy(r);  // benign race, as above
   w->SetFlagsExclusive(w->flags() | kWritten);
-  if (r != nullptr) r->SetFlags(kPossiblyOutdated, std::memory_order_relaxed);  // benign race, as above
   return w;
 }
 

@@ -165,6 +165,15 @@ void Backoff(int aborts_in_row) {
 void EndAttempt(TxDescriptor* d, bool committed) {
   if (!committed) {
     CancelLocks(d);
+    // The written copies die with the attempt. gcroots, once built, lists them (global_to_local may
+    // already be cleared); otherwise the written entries of global_to_local do.
+    if (!d->gcroots.empty()) {
+      for (const GcRoot& g : d->gcroots) DropWrittenCopy(g.r);
+    } else {
+      for (const auto& [r, l] : d->global_to_local) {
+        if (l->HasFlag(kWritten)) DropWrittenCopy(r);
+      }
+    }
     d->commit_time_in_progress.store(0, std::memory_order_release);
     if (d->is_inevitable) ReleaseInevitable(d, d->start_time);  // a body threw while inevitable
   }

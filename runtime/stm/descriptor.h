@@ -142,6 +142,12 @@ void CommitTransaction(TxDescriptor* d);
 void BecomeInevitable(TxDescriptor* d);
 
 // ----- barriers.cc -----
+// kPossiblyOutdated on a head with a count of the transactions holding a written copy of it (the
+// kLocalCopies bits): AddWrittenCopy when a copy becomes written, DropWrittenCopy when an attempt that
+// wrote it ends without committing. The flag is cleared when the count drops to 0, so an aborted writer
+// does not leave the head on every reader's slow path; a saturated count never drops (the flag stays).
+void AddWrittenCopy(Object* r);
+void DropWrittenCopy(Object* r);
 Object* LatestGlobalRevision(TxDescriptor* d, Object* g, Object* container, std::atomic<Object*>* slot);
 Object* Localize(TxDescriptor* d, Object* r);
 

@@ -696,7 +696,10 @@ TEST_F(StmTest, ALiveSnapshotKeepsItsRevisionThroughCompressionAndMajorCollectio
   for (int64_t v = 101; v <= 300; ++v) write(v);  // 200 revisions newer than the snapshot's
   // Walkers are writers (each bumps its own counter first): only a transaction that writes compresses
   // chains, a read-only one writes no shared memory.
+  // The first collection waits for one walk each, so there is a long chain left to compress (the
+  // collector would otherwise collapse it up to the horizon first).
   MakeAccounts(2, 0);
+  std::atomic<int> first_walks{0};
   std::vector<std::thread> walkers;
   for (int t = 0; t < 2; ++t) {
     walkers.emplace_back([&, t] {
@@ -706,11 +709,13 @@ TEST_F(StmTest, ALiveSnapshotKeepsItsRevisionThroughCompressionAndMajorCollectio
           tx.Write(Ref<Account>(tx.Read(table())->at(t)))->writes += 1;
           return tx.Read(tx.Read(holder()), &Holder::account)->balance;
         });
+        if (i == 0) first_walks.fetch_add(1);
         ASSERT_TRUE(v.ok());
         ASSERT_EQ(*v, 300);
       }
     });
   }
+  while (first_walks.load() < 2) std::this_thread::yield();
   CollectMajor();
   JoinAll(walkers);
   CollectMajor();
@@ -791,6 +796,59 @@ TEST_F(StmTest, RetryInAnAttemptMadeInevitableByTheProgressGuaranteeRunsTheBodyA
   });
   ASSERT_TRUE(copied.ok());
   EXPECT_EQ(*copied, stm::kInevitableAfterAborts);
+}
+
+// kPossiblyOutdated on a head sends every reader's barrier the slow way. A writer that aborts must not
+// leave it set once no written copy of the head remains; while another transaction still holds one, the
+// flag must stay, since that transaction's ReadPtr taken before its write finds its copy through it
+// (RepeatReadBarrier).
+TEST_F(StmTest, AnAbortedWriterClearsPossiblyOutdatedUnlessAnotherCopyRemains) {
+  MakeAccounts(2, 0);
+  auto head = [&](size_t k) { return HeadOf(table().unsafe_raw()->at(k).Load()); };
+  // Tx::Fail after a write.
+  absl::Status s = stm::Atomically([&](Tx& tx) {
+    tx.Write(Ref<Account>(tx.Read(table())->at(0)))->balance = 1;
+    EXPECT_TRUE(head(0)->HasFlag(kPossiblyOutdated));
+    tx.Fail(absl::CancelledError("abandoned"));
+  });
+  EXPECT_TRUE(absl::IsCancelled(s));
+  EXPECT_FALSE(head(0)->HasFlag(kPossiblyOutdated)) << "left set by a failed writer";
+  // Retry after a write, then an attempt that does not write.
+  int attempts = 0;
+  ASSERT_TRUE(stm::Atomically([&](Tx& tx) {
+                auto tbl = tx.Read(table());
+                if (++attempts == 1) {
+                  tx.Write(Ref<Account>(tbl->at(0)))->balance = 2;
+                  tx.Write(Ref<Account>(tbl->at(0)))->writes = 2;  // the same copy: counted once
+                  tx.Retry();
+                }
+              }).ok());
+  EXPECT_FALSE(head(0)->HasFlag(kPossiblyOutdated)) << "left set by a retried writer";
+
+  // Another thread holds a written copy of account 1 while this thread's writer of it fails.
+  std::atomic<int> phase{0};
+  std::atomic<int64_t> seen{-1};
+  std::thread holder([&] {
+    ThreadRegistration r("holder");
+    ASSERT_TRUE(stm::Atomically([&](Tx& tx) {
+                  auto tbl = tx.Read(table());
+                  stm::ReadPtr<Account> before = tx.Read(Ref<Account>(tbl->at(1)));
+                  tx.Write(before)->balance = 5;
+                  phase.store(1);
+                  while (phase.load() != 2) std::this_thread::yield();
+                  seen.store(before->balance);  // through the ReadPtr taken before the write
+                }).ok());
+  });
+  while (phase.load() != 1) std::this_thread::yield();
+  s = stm::Atomically([&](Tx& tx) {
+    tx.Write(Ref<Account>(tx.Read(table())->at(1)))->balance = 9;
+    tx.Fail(absl::CancelledError("abandoned"));
+  });
+  EXPECT_TRUE(absl::IsCancelled(s));
+  EXPECT_TRUE(head(1)->HasFlag(kPossiblyOutdated)) << "cleared while another transaction holds a copy";
+  phase.store(2);
+  Join(holder);
+  EXPECT_EQ(seen.load(), 5) << "a ReadPtr taken before the write must read the transaction's own copy";
 }
 
 TEST_F(StmTest, ATransactionCommitsCorrectlyAfterACollectionInItsBody) {
