@@ -132,6 +132,8 @@ std::mutex& InevitableMutex();
 // The oldest time a live snapshot or the retention may still read at; the last committed time when
 // there is none. Thread-safe (seq_cst protocol with snapshot publication).
 uint64_t SnapshotHorizon();
+// The highest horizon SnapshotHorizon ever published: states older than it may be gone. seq_cst.
+uint64_t HorizonUsed();
 std::atomic<uint64_t>& RevisionsSuperseded();
 
 // ----- commit.cc -----
