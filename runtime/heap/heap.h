@@ -26,6 +26,7 @@
 #include <initializer_list>
 #include <string>
 #include <string_view>
+#include <type_traits>
 #include <vector>
 
 #include "absl/status/status.h"
@@ -59,6 +60,7 @@ enum HeaderFlag : uint16_t {
   kGlobal = 1u << 0,            // visible to every thread, immutable except for header words
   kPossiblyOutdated = 1u << 1,  // global and maybe not the newest revision, or has a local copy
   kWritten = 1u << 2,           // local and written by its transaction
+  kLocalCopies = 0x1fu << 3,    // STM: how many transactions hold a written copy (saturates at 31)
   kForwarded = 1u << 8,         // GC: moved; h_revision holds the new address
   kPinned = 1u << 9,            // GC: an ambiguous root points into it; it stays where it is
   kMarked = 1u << 10,           // GC: reached in this collection (objects that do not move)
@@ -95,6 +97,10 @@ class Object {
   }
   void ClearFlags(uint16_t f, std::memory_order order = std::memory_order_relaxed) {
     flags_.fetch_and(static_cast<uint16_t>(~f), order);
+  }
+  // Compare-and-swap of the whole flags word (for counters kept in it); on failure `expected` is updated.
+  bool CompareExchangeFlags(uint16_t& expected, uint16_t desired, std::memory_order order) {
+    return flags_.compare_exchange_weak(expected, desired, order, std::memory_order_relaxed);
   }
   // Replaces all flags with a plain store: only for an object no other thread can reach yet.
   void SetFlagsExclusive(uint16_t f) { flags_.store(f, std::memory_order_relaxed); }
@@ -147,7 +153,15 @@ class Field {
   // The reference. Through a const field (a field of an object read but not written) the result is
   // const too: a global object is immutable, and the STM's handles hand out const objects to readers.
   T* Load() { return static_cast<T*>(ptr_.load(std::memory_order_relaxed)); }
-  const T* Load() const { return static_cast<const T*>(ptr_.load(std::memory_order_relaxed)); }
+  // A const field is what a transaction sees through a ReadPtr; if T may be a versioned object, reading
+  // through the loaded pointer would skip the read barrier (no newest revision, no read-set entry), so
+  // that overload does not exist: such a field is read with Tx::Read(container, &C::field) or made a
+  // Ref. Immutable targets may be read as is (the barrier returns them unchanged).
+  const T* Load() const
+    requires(!std::is_same_v<T, Object> && !std::is_base_of_v<VersionedObject, T>)
+  {
+    return static_cast<const T*>(ptr_.load(std::memory_order_relaxed));
+  }
   // The reference as stored, for the STM's handle types (Ref<T>), which cannot be read through.
   T* LoadReference() const { return static_cast<T*>(ptr_.load(std::memory_order_relaxed)); }
   // Stores `value` with the generational write barrier. The object holding this field must be

@@ -6,7 +6,8 @@
 //  - The fast path of DirectReadBarrier also checks the head's time: a reference reached through a
 //    compressed chain or a collapsed field may name a revision newer than the start time, and a
 //    read-only transaction commits without validation, so such a read must go the slow way.
-//  - PossiblyUpdateChain compresses with compare-and-swap, hop by hop, only while the value it
+//  - PossiblyUpdateChain runs only in a transaction that has written (a read-only one writes no shared
+//    memory), and compresses with compare-and-swap, hop by hop, only while the value it
 //    replaces is a pointer to an older revision than the target, and only to a target whose commit time
 //    is at most the snapshot horizon; it stops at the first odd h_revision (a head or a lock). Besides
 //    the seed's "rarely", it always compresses after a walk of two hops or more, or of one hop from a
@@ -75,6 +76,9 @@ Object* ReadGlobalToLocal(Object* l, Object* container, std::atomic<Object*>* sl
 constexpr int kLongWalk = 1;
 void PossiblyUpdateChain(TxDescriptor* d, Object* g, Object* r, int hops, std::atomic<Object*>* slot) {
   if (r == g) return;
+  // A transaction that has not written may commit read-only, and then it must have written no shared
+  // memory (DESIGN 2.3): compression is the writers' job (and the major collector's).
+  if (!d->will_write) return;
   // One hop from a field: fixing the field alone makes the next read hop-free.
   const bool long_walk = hops > kLongWalk || slot != nullptr;
   if (!long_walk && (++d->rarely_counter % kRarelyPeriod) != 0) return;
@@ -137,6 +141,36 @@ Object* RepeatReadBarrier(Object* o) {
   return it == d->global_to_local.end() ? o : it->second;
 }
 }  // namespace internal
+
+// The count and the flag share one atomic word and change together in one CAS, so a transaction that
+// holds a copy always finds the flag set (its RepeatReadBarrier depends on it) whatever other writers
+// add or drop. Relaxed: only atomicity matters; the owner of a copy reads its own increment or a later
+// value in the word's modification order, and every later value still counts its copy. Other threads
+// use the flag only to leave the fast path, and check the head with an acquire load anyway.
+constexpr uint16_t kLocalCopyUnit = 1u << 3;
+static_assert((kLocalCopies & (kGlobal | kPossiblyOutdated | kWritten | kForwarded | kPinned | kMarked)) == 0);
+
+void AddWrittenCopy(Object* r) {
+  uint16_t f = r->flags();
+  for (;;) {
+    const uint16_t count = f & kLocalCopies;
+    const uint16_t next =
+        static_cast<uint16_t>(f | kPossiblyOutdated) + (count == kLocalCopies ? 0 : kLocalCopyUnit);
+    if (r->CompareExchangeFlags(f, next, std::memory_order_relaxed)) return;
+  }
+}
+
+void DropWrittenCopy(Object* r) {
+  uint16_t f = r->flags();
+  for (;;) {
+    const uint16_t count = f & kLocalCopies;
+    if (count == kLocalCopies) return;  // saturated: the flag stays until a commit supersedes r
+    if (count == 0) return;             // not counted (a copy set by the collector's rebuild): leave it
+    uint16_t next = static_cast<uint16_t>(f - kLocalCopyUnit);
+    if (count == kLocalCopyUnit) next = static_cast<uint16_t>(next & ~kPossiblyOutdated);
+    if (r->CompareExchangeFlags(f, next, std::memory_order_relaxed)) return;
+  }
+}
 
 // seed 000 LatestGlobalRevision.
 Object* LatestGlobalRevision(TxDescriptor* d, Object* g, Object* /*container*/, std::atomic<Object*>* slot) {
@@ -214,6 +248,7 @@ Object* Tx::ReadBarrier(Object* p, Object* container, std::atomic<Object*>* slot
 Object* Tx::WriteBarrier(Object* p) {
   if (p->HasFlag(kWritten)) return p;  // fast path
   TxDescriptor* d = d_;
+  d->will_write = true;
   Object* w;
   Object* r = nullptr;
   if (!p->HasFlag(kGlobal)) {
@@ -228,10 +263,10 @@ Object* Tx::WriteBarrier(Object* p) {
             : LatestGlobalRevision(d, p, nullptr, nullptr);
     w = Localize(d, r);
   }
-  w->SetFlagsExclusive(w->flags() | kWritten);
   // Benign race (seed 000): other threads set and read this flag on the same global header; a relaxed
   // RMW suffices because our commit's clock CAS (seq_cst) publishes it before any revision we make.
-  if (r != nullptr) r->SetFlags(kPossiblyOutdated, std::memory_order_relaxed);
+  if (r != nullptr && !w->HasFlag(kWritten)) AddWrittenCopy(r);
+  w->SetFlagsExclusive(w->flags() | kWritten);
   return w;
 }
 
@@ -239,6 +274,7 @@ Object* Tx::WriteBarrier(Object* p) {
 Object* Tx::WriteBarrierFromReadReady(Object* ready) {
   if (ready->HasFlag(kWritten)) return ready;
   TxDescriptor* d = d_;
+  d->will_write = true;
   Object* w;
   Object* r = nullptr;
   if (!ready->HasFlag(kGlobal)) {
@@ -249,8 +285,8 @@ Object* Tx::WriteBarrierFromReadReady(Object* ready) {
     r = ready;
     w = Localize(d, r);
   }
+  if (r != nullptr && !w->HasFlag(kWritten)) AddWrittenCopy(r);  // benign race, as above
   w->SetFlagsExclusive(w->flags() | kWritten);
-  if (r != nullptr) r->SetFlags(kPossiblyOutdated, std::memory_order_relaxed);  // benign race, as above
   return w;
 }
 
@@ -269,9 +305,13 @@ Ref<Bytes> Tx::NewBytes(std::string_view data) {
 }
 
 void Tx::PublishAtCommitRaw(GlobalRoot& root, Object* object) {
+  d_->will_write = true;
   d_->publish_at_commit.emplace_back(&root, object);
 }
-void Tx::SetCommitAction(std::function<void(uint64_t)> action) { d_->commit_action = std::move(action); }
+void Tx::SetCommitAction(std::function<void(uint64_t)> action) {
+  d_->will_write = true;
+  d_->commit_action = std::move(action);
+}
 void Tx::BecomeInevitable() { stm::BecomeInevitable(d_); }
 bool Tx::inevitable() const { return d_->is_inevitable; }
 uint64_t Tx::start_time() const { return d_->start_time; }

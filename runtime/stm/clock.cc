@@ -1,13 +1,30 @@
 // The global time, the inevitable marker, snapshot publication and the snapshot horizon, and the
 // table of transaction descriptors.
 //
-// Horizon protocol (DESIGN 2.3 "Snapshot reads"). A snapshot reader publishes its time T in its
-// descriptor with a seq_cst store and then re-reads the last committed time (seq_cst); if that moved,
-// it publishes the new value and checks again. Whoever computes the horizon reads the last committed
-// time and the retained time first, then every published snapshot time (all seq_cst). If it misses a
-// reader's store, that store comes later in the single order of seq_cst operations than its own
-// reads, so its clock value is at most the one the reader re-read and kept: the horizon is at most T
-// either way, and no chain is ever collapsed past a revision a live snapshot still needs.
+// Horizon protocol (DESIGN 2.3 "Snapshot reads"; docs/runtime-stm.md section 8 has the argument at
+// length). Every access below is seq_cst, so all of them lie in one total order S.
+//  - A reader at the newest time publishes T in its descriptor's slot, then re-reads the last committed
+//    time; if that moved it publishes the new value and checks again (PublishLatest).
+//  - A reader at an explicit past time T publishes T, then reads the retained time and g_horizon_used,
+//    and gives up (FailedPrecondition) if T is below either (RunSnapshot).
+//  - SnapshotHorizon computes h = min(clock, retained, every slot), raises g_horizon_used to h, and
+//    only then reads the retained time and every slot once more, returning the minimum of all: the
+//    horizon is published before anyone may act on it.
+//  - SetRetainedTime raises g_retained, then reads g_horizon_used and raises g_retained to it if that is
+//    higher (those states may be gone).
+// Why no live snapshot at T ever sees a reference redirected past its revision (h > T):
+//  (a) Reader at the newest time: if the first scan misses its slot store, that store follows the scan's
+//      clock read in S, so the reader's re-read sees a clock >= h (the clock only grows) and keeps it.
+//  (b) Reader at a past time: if its read of g_horizon_used follows the raise in S, it sees >= h and
+//      gives up when T < h; otherwise its slot store precedes the raise, which precedes the second scan,
+//      which then sees T.
+//  (c) Retention: if SetRetainedTime's raise of g_retained precedes the second scan, the scan sees it;
+//      otherwise the raise of g_horizon_used precedes it, and SetRetainedTime's later read of
+//      g_horizon_used lifts the retained time to at least h, so readers are told the state is gone.
+// The descriptor table's limit and entries are stored and loaded seq_cst too: a reader's slot store
+// follows its descriptor's publication in S, so a scan that must see the slot (by the cases above) also
+// sees the descriptor holding it. With acquire loads a scan could read a stale limit and skip a new
+// thread's first snapshot although it follows that snapshot's publication in S.
 #include <algorithm>
 #include <cstdio>
 #include <cstdlib>
@@ -50,31 +67,53 @@ uint64_t LastCommittedTime() {
   return g_inevitable_start.load(std::memory_order_seq_cst);
 }
 
-void SetRetainedTime(uint64_t time) {
-  // Chains may already have been collapsed up to a horizon: older states are gone whatever we retain.
-  time = std::max(time, g_horizon_used.load(std::memory_order_seq_cst));
+namespace {
+// Raises g_retained to at least `time` (seq_cst: the horizon protocol above).
+void RaiseRetained(uint64_t time) {
   uint64_t seen = g_retained.load(std::memory_order_seq_cst);
   while (time > seen && !g_retained.compare_exchange_weak(seen, time, std::memory_order_seq_cst)) {
   }
 }
+}  // namespace
+
+void SetRetainedTime(uint64_t time) {
+  // Chains may already have been collapsed up to a horizon: older states are gone whatever we retain.
+  RaiseRetained(std::max(time, g_horizon_used.load(std::memory_order_seq_cst)));
+  // A horizon computed before our raise may have been published since (case (c) above): read it again
+  // after the raise, in S, and give up what it may already have collapsed.
+  RaiseRetained(g_horizon_used.load(std::memory_order_seq_cst));
+}
+
+uint64_t HorizonUsed() { return g_horizon_used.load(std::memory_order_seq_cst); }
 
 uint64_t RetainedTime() { return g_retained.load(std::memory_order_seq_cst); }
 
-uint64_t SnapshotHorizon() {
-  uint64_t h = LastCommittedTime();
+namespace {
+// min(h, the retained time if set, every published snapshot time): seq_cst loads throughout, the
+// table's limit and entries included (the protocol above needs them in S).
+uint64_t MinWithRetainedAndSnapshots(uint64_t h) {
   const uint64_t retained = g_retained.load(std::memory_order_seq_cst);
   if (retained != 0) h = std::min(h, retained);
-  const size_t limit = g_descriptor_limit.load(std::memory_order_acquire);
+  const size_t limit = g_descriptor_limit.load(std::memory_order_seq_cst);
   for (size_t i = 0; i < limit; ++i) {
-    TxDescriptor* d = g_descriptors[i].load(std::memory_order_acquire);
+    TxDescriptor* d = g_descriptors[i].load(std::memory_order_seq_cst);
     if (d == nullptr) continue;
     const uint64_t t = d->snapshot_time.load(std::memory_order_seq_cst);
     if (t != 0) h = std::min(h, t);
   }
-  uint64_t used = g_horizon_used.load(std::memory_order_relaxed);
+  return h;
+}
+}  // namespace
+
+uint64_t SnapshotHorizon() {
+  uint64_t h = MinWithRetainedAndSnapshots(LastCommittedTime());
+  // Publish before handing out (cases (b) and (c) above); seq_cst so the raise lies in S.
+  uint64_t used = g_horizon_used.load(std::memory_order_seq_cst);
   while (h > used && !g_horizon_used.compare_exchange_weak(used, h, std::memory_order_seq_cst)) {
   }
-  return h;
+  // The second scan, after the raise in S: a snapshot or retention that the raise did not turn away
+  // is seen here.
+  return MinWithRetainedAndSnapshots(h);
 }
 
 // ----- descriptors ------------------------------------------------------------------------------------
@@ -93,7 +132,9 @@ void TxDescriptor::ClearTransactionState() {
   publish_at_commit.clear();
   commit_action = nullptr;
   doomed = false;
+  will_write = false;
   is_inevitable = false;
+  inevitable_by_escalation = false;
 }
 
 TxDescriptor* DescriptorByIndex(uint16_t index) {
@@ -113,9 +154,11 @@ TxDescriptor* Descriptor() {
   TxDescriptor* d = g_descriptors[index].load(std::memory_order_relaxed);
   if (d == nullptr) {
     d = new TxDescriptor(index);
-    g_descriptors[index].store(d, std::memory_order_release);
+    // seq_cst (not release): the horizon scan must see this descriptor whenever it must see a slot
+    // store the thread makes later (the protocol above). Under g_descriptors_mu, so the limit only grows.
+    g_descriptors[index].store(d, std::memory_order_seq_cst);
     if (g_descriptor_limit.load(std::memory_order_relaxed) <= index) {
-      g_descriptor_limit.store(static_cast<size_t>(index) + 1, std::memory_order_release);
+      g_descriptor_limit.store(static_cast<size_t>(index) + 1, std::memory_order_seq_cst);
     }
   }
   slot = d;

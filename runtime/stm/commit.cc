@@ -165,6 +165,15 @@ void Backoff(int aborts_in_row) {
 void EndAttempt(TxDescriptor* d, bool committed) {
   if (!committed) {
     CancelLocks(d);
+    // The written copies die with the attempt. gcroots, once built, lists them (global_to_local may
+    // already be cleared); otherwise the written entries of global_to_local do.
+    if (!d->gcroots.empty()) {
+      for (const GcRoot& g : d->gcroots) DropWrittenCopy(g.r);
+    } else {
+      for (const auto& [r, l] : d->global_to_local) {
+        if (l->HasFlag(kWritten)) DropWrittenCopy(r);
+      }
+    }
     d->commit_time_in_progress.store(0, std::memory_order_release);
     if (d->is_inevitable) ReleaseInevitable(d, d->start_time);  // a body threw while inevitable
   }
@@ -176,7 +185,11 @@ void EndAttempt(TxDescriptor* d, bool committed) {
 }  // namespace
 
 [[noreturn]] void AbortTransaction(TxDescriptor* d, AbortCause cause) {
-  Check(!d->is_inevitable, "an inevitable transaction cannot abort");
+  // The one exception: an attempt the progress guarantee made inevitable, whose body calls Retry(). It
+  // has no irrevocable effects yet (the body did not ask for inevitability), so EndAttempt can give the
+  // marker back (restoring the time it started at) and the body runs again.
+  Check(!d->is_inevitable || (cause == AbortCause::kExplicit && d->inevitable_by_escalation),
+        "an inevitable transaction cannot abort");
   CancelLocks(d);
   d->commit_time_in_progress.store(0, std::memory_order_release);
   throw TxAbortSignal{cause};
@@ -235,7 +248,11 @@ bool ValidateDuringCommit(TxDescriptor* d) {
 // seed 000 BecomeInevitable, plus a check of the write set: after this no commit can replace a head
 // we will lock, so AcquireLocks cannot fail for an inevitable transaction.
 void BecomeInevitable(TxDescriptor* d) {
-  if (d->is_inevitable) return;
+  if (d->is_inevitable) {
+    // Asked for by the body itself: from here on it may have had irrevocable effects.
+    d->inevitable_by_escalation = false;
+    return;
+  }
   Check(d->mode == TxMode::kReadWrite, "BecomeInevitable outside a read-write transaction");
   const uint64_t t0 = port::NowNanos();
   {
@@ -341,7 +358,10 @@ absl::Status RunAtomically(const std::function<void(Tx&)>& body) {
     d->mode = TxMode::kReadWrite;
     d->start_time = LastCommittedTime();
     try {
-      if (aborts_in_row >= kInevitableAfterAborts) BecomeInevitable(d);  // progress guarantee
+      if (aborts_in_row >= kInevitableAfterAborts) {  // progress guarantee
+        BecomeInevitable(d);
+        d->inevitable_by_escalation = true;
+      }
       body(d->tx);
       CommitTransaction(d);
       EndAttempt(d, /*committed=*/true);
@@ -350,10 +370,16 @@ absl::Status RunAtomically(const std::function<void(Tx&)>& body) {
     } catch (const TxAbortSignal& abort) {
       d->counters.aborts[static_cast<int>(abort.cause)].fetch_add(1, std::memory_order_relaxed);
       d->counters.retries.fetch_add(1, std::memory_order_relaxed);
-      EndAttempt(d, /*committed=*/false);
+      const bool escalated = d->inevitable_by_escalation;
+      EndAttempt(d, /*committed=*/false);  // gives an escalated attempt's inevitability up
       // An explicit Retry waits for other commits and must stay abortable: it does not count towards
-      // the progress guarantee (which makes the attempt inevitable).
-      if (abort.cause != AbortCause::kExplicit) ++aborts_in_row;
+      // the progress guarantee (which makes the attempt inevitable). An escalated attempt that retried
+      // shows the body waits for a condition: the next attempts run as ordinary transactions again.
+      if (abort.cause != AbortCause::kExplicit) {
+        ++aborts_in_row;
+      } else if (escalated) {
+        aborts_in_row = 0;
+      }
       Backoff(std::max(aborts_in_row, 1));
     } catch (TxFailSignal& fail) {
       EndAttempt(d, /*committed=*/false);

@@ -77,6 +77,9 @@ struct TxDescriptor {
   // ----- seed 000 transaction-local data -----
   uint64_t start_time = 0;
   bool is_inevitable = false;
+  // The attempt was made inevitable by the progress guarantee, not by the body (BecomeInevitable or a
+  // commit action): it may still give inevitability up when the body calls Retry().
+  bool inevitable_by_escalation = false;
   absl::flat_hash_map<Object*, Object*> global_to_local;  // R -> L
   std::vector<Object*> list_of_read_objects;
   struct RecentRead {
@@ -93,6 +96,10 @@ struct TxDescriptor {
   uint16_t thread_index;
   uint32_t rarely_counter = 0;
   bool doomed = false;            // a collection found the read set outdated
+  // The attempt has written (a write barrier), or registered an object to publish or a commit action:
+  // it will commit as a writer, so it may also compress chains (PossiblyUpdateChain). Until then it may
+  // turn out read-only, and a read-only transaction writes no shared memory (DESIGN 2.3).
+  bool will_write = false;
   uint64_t last_commit_time = 0;  // ThisThreadLastCommitTime
   std::function<void(uint64_t)> commit_action;
   std::vector<std::pair<GlobalRoot*, Object*>> publish_at_commit;
@@ -125,6 +132,8 @@ std::mutex& InevitableMutex();
 // The oldest time a live snapshot or the retention may still read at; the last committed time when
 // there is none. Thread-safe (seq_cst protocol with snapshot publication).
 uint64_t SnapshotHorizon();
+// The highest horizon SnapshotHorizon ever published: states older than it may be gone. seq_cst.
+uint64_t HorizonUsed();
 std::atomic<uint64_t>& RevisionsSuperseded();
 
 // ----- commit.cc -----
@@ -135,6 +144,12 @@ void CommitTransaction(TxDescriptor* d);
 void BecomeInevitable(TxDescriptor* d);
 
 // ----- barriers.cc -----
+// kPossiblyOutdated on a head with a count of the transactions holding a written copy of it (the
+// kLocalCopies bits): AddWrittenCopy when a copy becomes written, DropWrittenCopy when an attempt that
+// wrote it ends without committing. The flag is cleared when the count drops to 0, so an aborted writer
+// does not leave the head on every reader's slow path; a saturated count never drops (the flag stays).
+void AddWrittenCopy(Object* r);
+void DropWrittenCopy(Object* r);
 Object* LatestGlobalRevision(TxDescriptor* d, Object* g, Object* container, std::atomic<Object*>* slot);
 Object* Localize(TxDescriptor* d, Object* r);
 

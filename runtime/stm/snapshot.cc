@@ -2,6 +2,7 @@
 // snapshot time T reads, for every object, the newest revision whose commit time is at most T. It
 // never validates, never aborts, never waits for an inevitable transaction, and writes no shared
 // memory other than its own descriptor's published snapshot time.
+#include <algorithm>
 #include <thread>
 
 #include "absl/strings/str_format.h"
@@ -88,17 +89,21 @@ absl::Status RunSnapshot(uint64_t time, const std::function<void(SnapshotTx&)>& 
   if (time == 0) {
     t = PublishLatest(d);
   } else {
+    // Publish, then check (seq_cst, case (b) of the horizon protocol in clock.cc): a horizon above
+    // `time` published before our check is seen here; one published after it sees our slot.
     d->snapshot_time.store(time, std::memory_order_seq_cst);
     const uint64_t retained = RetainedTime();
+    const uint64_t collapsed = HorizonUsed();
     const uint64_t latest = LastCommittedTime();
     if (time > latest) {
       d->snapshot_time.store(0, std::memory_order_release);
       return absl::OutOfRangeError(absl::StrFormat("time %d is in the future (latest %d)", time, latest));
     }
-    if (time < latest && (retained == 0 || time < retained)) {
+    if (time < latest && (retained == 0 || time < retained || time < collapsed)) {
       d->snapshot_time.store(0, std::memory_order_release);
-      return absl::FailedPreconditionError(absl::StrFormat(
-          "time %d is no longer retained (oldest retained %d)", time, retained == 0 ? latest : retained));
+      return absl::FailedPreconditionError(
+          absl::StrFormat("time %d is no longer retained (oldest retained %d)", time,
+                          retained == 0 ? latest : std::max(retained, collapsed)));
     }
     t = time;
   }

@@ -17,6 +17,7 @@
 #include "runtime/gc/gc.h"
 #include "runtime/heap/heap.h"
 #include "runtime/safepoint/safepoint.h"
+#include "runtime/stm/descriptor.h"  // kInevitableAfterAborts and other constants the tests exercise
 #include "tests/runtime/test_support.h"
 
 namespace revkv::runtime::testing {
@@ -220,7 +221,14 @@ TEST_F(StmTest, ReplayingCommittedTransactionsInTimeOrderReproducesEveryRead) {
               }).ok());
 }
 
-// A checksum of every header word of the table and its accounts.
+// The newest revision of `o` (a test helper: single-threaded, outside transactions).
+Object* HeadOf(Object* o) {
+  while (IsRevisionPointerForTest(o->h_revision.load())) o = reinterpret_cast<Object*>(o->h_revision.load());
+  return o;
+}
+
+// A checksum of every shared word a transaction could write: the table's header and reference fields,
+// and the header words of every revision on each account's chain.
 uint64_t HeaderChecksum(Table* t) {
   uint64_t h = 1469598103934665603ull;
   auto mix = [&](uint64_t v) { h = (h ^ v) * 1099511628211ull; };
@@ -228,17 +236,43 @@ uint64_t HeaderChecksum(Table* t) {
   mix(t->h_revision.load());
   for (size_t i = 0; i < t->size; ++i) {
     Account* a = t->at(i).Load();
-    mix(a->flags());
-    mix(a->h_revision.load());
-    mix(a->h_commit_time.load());
+    mix(reinterpret_cast<uintptr_t>(a));
+    for (;;) {
+      mix(a->flags());
+      const uintptr_t v = a->h_revision.load();
+      mix(v);
+      mix(a->h_commit_time.load());
+      if (!IsRevisionPointerForTest(v)) break;
+      a = reinterpret_cast<Account*>(v);
+    }
   }
   return h;
 }
 
+// Read-only transactions, read-write or snapshot, write no shared memory (DESIGN 2.3) even where a
+// writer would compress chains: the table names the first revision of each account, 4 hops from its
+// head, so every read walks a chain that PossiblyUpdateChain would shorten.
 TEST_F(StmTest, ReadOnlyTransactionsWriteNoSharedMemory) {
   MakeAccounts(16, 7);
+  constexpr int kChain = 4;
+  for (int round = 0; round < kChain; ++round) {
+    for (size_t k = 0; k < 16; ++k) {
+      // Written through the head itself, so building the chain walks (and compresses) nothing.
+      auto* head = static_cast<Account*>(HeadOf(table().unsafe_raw()->at(k).Load()));
+      ASSERT_TRUE(stm::Atomically([&](Tx& tx) { tx.Write(Ref<Account>::FromRaw(head))->writes += 1; }).ok());
+    }
+  }
+  for (size_t k = 0; k < 16; ++k) {
+    size_t hops = 0;
+    for (Object* o = table().unsafe_raw()->at(k).Load(); IsRevisionPointerForTest(o->h_revision.load());
+         o = reinterpret_cast<Object*>(o->h_revision.load())) {
+      ++hops;
+    }
+    ASSERT_EQ(hops, static_cast<size_t>(kChain)) << "account " << k << ": the chain to read through";
+  }
   const uint64_t time_before = stm::LastCommittedTime();
   const uint64_t headers_before = HeaderChecksum(table().unsafe_raw());
+  const uint64_t compressed_before = stm::GetStmStatistics().chains_compressed;
   const size_t n = Scaled(1'000'000);
   int64_t sum = 0;
   for (size_t i = 0; i < n; ++i) {
@@ -256,7 +290,8 @@ TEST_F(StmTest, ReadOnlyTransactionsWriteNoSharedMemory) {
   }
   EXPECT_EQ(sum, static_cast<int64_t>(n) * 7);
   EXPECT_EQ(stm::LastCommittedTime(), time_before) << "no clock bump";
-  EXPECT_EQ(HeaderChecksum(table().unsafe_raw()), headers_before) << "no header store";
+  EXPECT_EQ(stm::GetStmStatistics().chains_compressed, compressed_before) << "no chain compression";
+  EXPECT_EQ(HeaderChecksum(table().unsafe_raw()), headers_before) << "no header or field store";
 }
 
 TEST_F(StmTest, AtMostOneInevitableTransactionRunsAndItsEffectHappensOnce) {
@@ -659,18 +694,28 @@ TEST_F(StmTest, ALiveSnapshotKeepsItsRevisionThroughCompressionAndMajorCollectio
   while (phase.load() != 1) std::this_thread::yield();
   const uint64_t freed_before = GetGcStatistics().revisions_freed;
   for (int64_t v = 101; v <= 300; ++v) write(v);  // 200 revisions newer than the snapshot's
+  // Walkers are writers (each bumps its own counter first): only a transaction that writes compresses
+  // chains, a read-only one writes no shared memory.
+  // The first collection waits for one walk each, so there is a long chain left to compress (the
+  // collector would otherwise collapse it up to the horizon first).
+  MakeAccounts(2, 0);
+  std::atomic<int> first_walks{0};
   std::vector<std::thread> walkers;
   for (int t = 0; t < 2; ++t) {
-    walkers.emplace_back([&] {
+    walkers.emplace_back([&, t] {
       ThreadRegistration r("walker");
       for (int i = 0; i < 500; ++i) {
-        absl::StatusOr<int64_t> v =
-            stm::Atomically([&](Tx& tx) { return tx.Read(tx.Read(holder()), &Holder::account)->balance; });
+        absl::StatusOr<int64_t> v = stm::Atomically([&](Tx& tx) {
+          tx.Write(Ref<Account>(tx.Read(table())->at(t)))->writes += 1;
+          return tx.Read(tx.Read(holder()), &Holder::account)->balance;
+        });
+        if (i == 0) first_walks.fetch_add(1);
         ASSERT_TRUE(v.ok());
         ASSERT_EQ(*v, 300);
       }
     });
   }
+  while (first_walks.load() < 2) std::this_thread::yield();
   CollectMajor();
   JoinAll(walkers);
   CollectMajor();
@@ -700,6 +745,110 @@ TEST_F(StmTest, ExplicitRetriesDoNotMakeATransactionInevitable) {
               }).ok());
   EXPECT_EQ(attempts, 100);
   EXPECT_GE(stm::GetStmStatistics().aborts[static_cast<int>(stm::AbortCause::kExplicit)], 99u);
+}
+
+// The progress guarantee makes the 33rd attempt inevitable; a body that then calls Retry() (it waits for
+// a condition) must not kill the process: the escalated attempt gives up inevitability and the body runs
+// again as an ordinary transaction. A helper commits a conflicting write during each of the first 32
+// attempts, so each of them fails validation at commit.
+TEST_F(StmTest, RetryInAnAttemptMadeInevitableByTheProgressGuaranteeRunsTheBodyAgain) {
+  MakeAccounts(2, 0);
+  std::atomic<int> requested{0};
+  std::atomic<int> conflicts{0};
+  std::thread helper([&] {
+    ThreadRegistration r("conflict");
+    for (int i = 1; i <= stm::kInevitableAfterAborts; ++i) {
+      while (requested.load() < i) std::this_thread::yield();
+      ASSERT_TRUE(stm::Atomically([&](Tx& tx) {
+                    auto tbl = tx.Read(table());
+                    tx.Write(Ref<Account>(tbl->at(0)))->balance += 1;
+                  }).ok());
+      conflicts.store(i);
+    }
+  });
+  int attempts = 0;
+  int escalated_attempts = 0;
+  bool retried_while_inevitable = false;
+  ASSERT_TRUE(stm::Atomically([&](Tx& tx) {
+                const int attempt = ++attempts;
+                auto tbl = tx.Read(table());
+                const int64_t seen = tx.Read(Ref<Account>(tbl->at(0)))->balance;
+                if (attempt <= stm::kInevitableAfterAborts) {
+                  requested.store(attempt);  // a conflicting commit after our read
+                  while (conflicts.load() < attempt) std::this_thread::yield();
+                }
+                tx.Write(Ref<Account>(tbl->at(1)))->balance = seen;
+                if (tx.inevitable()) {
+                  ++escalated_attempts;
+                  if (!retried_while_inevitable) {
+                    retried_while_inevitable = true;
+                    tx.Retry();  // e.g. waiting for a condition to change
+                  }
+                }
+              }).ok());
+  Join(helper);
+  EXPECT_TRUE(retried_while_inevitable) << "attempt " << stm::kInevitableAfterAborts + 1
+                                        << " was to be inevitable";
+  EXPECT_EQ(escalated_attempts, 1) << "after Retry() the body runs as an ordinary transaction";
+  EXPECT_EQ(attempts, stm::kInevitableAfterAborts + 2);
+  absl::StatusOr<int64_t> copied = stm::ReadOnly([&](SnapshotTx& tx) {
+    return tx.Read(Ref<Account>(tx.Read(table())->at(1)))->balance;
+  });
+  ASSERT_TRUE(copied.ok());
+  EXPECT_EQ(*copied, stm::kInevitableAfterAborts);
+}
+
+// kPossiblyOutdated on a head sends every reader's barrier the slow way. A writer that aborts must not
+// leave it set once no written copy of the head remains; while another transaction still holds one, the
+// flag must stay, since that transaction's ReadPtr taken before its write finds its copy through it
+// (RepeatReadBarrier).
+TEST_F(StmTest, AnAbortedWriterClearsPossiblyOutdatedUnlessAnotherCopyRemains) {
+  MakeAccounts(2, 0);
+  auto head = [&](size_t k) { return HeadOf(table().unsafe_raw()->at(k).Load()); };
+  // Tx::Fail after a write.
+  absl::Status s = stm::Atomically([&](Tx& tx) {
+    tx.Write(Ref<Account>(tx.Read(table())->at(0)))->balance = 1;
+    EXPECT_TRUE(head(0)->HasFlag(kPossiblyOutdated));
+    tx.Fail(absl::CancelledError("abandoned"));
+  });
+  EXPECT_TRUE(absl::IsCancelled(s));
+  EXPECT_FALSE(head(0)->HasFlag(kPossiblyOutdated)) << "left set by a failed writer";
+  // Retry after a write, then an attempt that does not write.
+  int attempts = 0;
+  ASSERT_TRUE(stm::Atomically([&](Tx& tx) {
+                auto tbl = tx.Read(table());
+                if (++attempts == 1) {
+                  tx.Write(Ref<Account>(tbl->at(0)))->balance = 2;
+                  tx.Write(Ref<Account>(tbl->at(0)))->writes = 2;  // the same copy: counted once
+                  tx.Retry();
+                }
+              }).ok());
+  EXPECT_FALSE(head(0)->HasFlag(kPossiblyOutdated)) << "left set by a retried writer";
+
+  // Another thread holds a written copy of account 1 while this thread's writer of it fails.
+  std::atomic<int> phase{0};
+  std::atomic<int64_t> seen{-1};
+  std::thread holder([&] {
+    ThreadRegistration r("holder");
+    ASSERT_TRUE(stm::Atomically([&](Tx& tx) {
+                  auto tbl = tx.Read(table());
+                  stm::ReadPtr<Account> before = tx.Read(Ref<Account>(tbl->at(1)));
+                  tx.Write(before)->balance = 5;
+                  phase.store(1);
+                  while (phase.load() != 2) std::this_thread::yield();
+                  seen.store(before->balance);  // through the ReadPtr taken before the write
+                }).ok());
+  });
+  while (phase.load() != 1) std::this_thread::yield();
+  s = stm::Atomically([&](Tx& tx) {
+    tx.Write(Ref<Account>(tx.Read(table())->at(1)))->balance = 9;
+    tx.Fail(absl::CancelledError("abandoned"));
+  });
+  EXPECT_TRUE(absl::IsCancelled(s));
+  EXPECT_TRUE(head(1)->HasFlag(kPossiblyOutdated)) << "cleared while another transaction holds a copy";
+  phase.store(2);
+  Join(holder);
+  EXPECT_EQ(seen.load(), 5) << "a ReadPtr taken before the write must read the transaction's own copy";
 }
 
 TEST_F(StmTest, ATransactionCommitsCorrectlyAfterACollectionInItsBody) {
