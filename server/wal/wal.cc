@@ -2,6 +2,7 @@
 // segment removal, statistics and Close. The flusher thread lives in wal_flusher.cc.
 #include "server/wal/wal.h"
 
+#include <algorithm>
 #include <cstdio>
 #include <cstdlib>
 #include <utility>
@@ -160,11 +161,15 @@ Wal::~Wal() { Close().IgnoreError(); }
 
 // --- Writers ---
 
+size_t Wal::max_payload_bytes() const {
+  return std::min<size_t>(buffer_.capacity() - kRecordHeaderBytes, wal_format::kMaxPayloadBytes);
+}
+
 absl::StatusOr<WalReservation> Wal::Reserve(std::string_view payload, DurableCallback on_durable) {
   if (failed()) return failed_status();
   if (closing_.load(std::memory_order_acquire)) return absl::FailedPreconditionError("wal: closed");
   const uint64_t bytes = kRecordHeaderBytes + payload.size();
-  if (bytes > buffer_.capacity() || payload.size() > wal_format::kMaxPayloadBytes) {
+  if (payload.size() > max_payload_bytes()) {
     return absl::InvalidArgumentError(absl::StrCat("wal: a record of ", payload.size(),
                                                    " bytes does not fit the log buffer of ",
                                                    buffer_.capacity(), " bytes"));

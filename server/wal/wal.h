@@ -178,8 +178,13 @@ class Wal {
   // Claims buffer space for a record with this payload and checksums the payload, so Append need not.
   // `on_durable`, if set, is registered at Append and runs on the flusher thread, in LSN order, exactly
   // once. Blocks while the buffer is full. Fails with failed_status() once the log has failed,
-  // FailedPrecondition after Close, InvalidArgument if the record is larger than the buffer.
+  // FailedPrecondition after Close, InvalidArgument if the payload is larger than max_payload_bytes()
+  // (then nothing is claimed and the log is unchanged).
   absl::StatusOr<WalReservation> Reserve(std::string_view payload, DurableCallback on_durable = nullptr);
+
+  // The largest payload Reserve accepts: the log buffer less a record header (and at most the format's
+  // limit). Constant for the Wal's life; a caller checks it first to give its own "too large" error.
+  size_t max_payload_bytes() const;
 
   // --- Inside the inevitable section ---
 
