@@ -96,6 +96,16 @@ int Main(int argc, char** argv) {
   runtime::ThreadRegistration main_thread("main");
   spdlog::info("revkv-server {} starting with:\n{}", kServerVersion, config.Describe());
 
+  if (config.repair_wal) {
+    absl::StatusOr<WalRepairReport> repair = RepairLog(EngineOptionsFrom(config));
+    if (!repair.ok()) {
+      spdlog::error("cannot repair the log in {}: {}", config.data_dir, repair.status().ToString());
+      return 1;
+    }
+    std::printf("%s\n", repair->ToString().c_str());
+    return 0;
+  }
+
   RecoveryReport report;
   absl::StatusOr<std::unique_ptr<Engine>> engine = Engine::Open(EngineOptionsFrom(config), &report);
   if (!engine.ok()) {
@@ -105,7 +115,7 @@ int Main(int argc, char** argv) {
   spdlog::info("recovery: {}", report.checkpoint.ToString());
   spdlog::info("recovery: {}", report.wal.ToString());
   if (report.wal.corruption.has_value()) {
-    spdlog::warn("the log was cut at {} offset {}: {}", report.wal.corruption->segment,
+    spdlog::warn("a torn tail of the log was cut at {} offset {}: {}", report.wal.corruption->segment,
                  report.wal.corruption->offset, report.wal.corruption->reason);
   }
   spdlog::info("recovered revision {} with {} keys in {} ms", report.revision, report.keys,

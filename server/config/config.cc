@@ -47,6 +47,7 @@ struct CapturedFlags {
   std::deque<bool> flag;
   std::vector<CLI::Option*> options;  // parallel to config::Settings()
   std::string config_file;
+  bool repair_wal = false;
 };
 
 // Declares every flag on `app`, bound to `captured`.
@@ -68,6 +69,10 @@ void DeclareFlags(CLI::App& app, CapturedFlags& captured) {
   app.add_option("--config", captured.config_file,
                  "TOML file of settings; flags given here override it [default: none]")
       ->type_name("FILE");
+  // An action, not a setting: command line only, so that no config file repairs at every start.
+  app.add_flag("--repair-wal", captured.repair_wal,
+               "Repair a damaged write-ahead log in --data-dir and exit: move the damaged part aside "
+               "(<segment>.damaged), cut the log at the last good record, print what was lost");
 
   const ServerConfig defaults;
   for (const config::Setting& setting : config::Settings()) {
@@ -203,6 +208,7 @@ absl::StatusOr<CommandLine> ParseCommandLine(const std::vector<std::string>& arg
     }
     config.config_file = captured.config_file;
   }
+  config.repair_wal = captured.repair_wal;
   size_t text_index = 0, flag_index = 0;
   const std::vector<config::Setting>& settings = config::Settings();
   for (size_t i = 0; i < settings.size(); ++i) {

@@ -86,6 +86,7 @@ struct ServerConfig {
   LogFormat log_format = LogFormat::kText;
 
   std::string config_file;  // the TOML file the settings were read from; "" when none
+  bool repair_wal = false;  // --repair-wal (command line only): repair the log in data_dir and exit
 
   // One line per setting, "name: value", for the startup log. Secrets are never part of the config
   // (TLS settings are file paths), so everything is shown.

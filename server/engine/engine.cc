@@ -262,4 +262,19 @@ Engine::~Engine() {
   if (lock_fd_ >= 0) close(lock_fd_);
 }
 
+absl::StatusOr<WalRepairReport> RepairLog(const EngineOptions& options) {
+  if (absl::Status s = MakeDirectory(options.data_dir); !s.ok()) return s;
+  absl::StatusOr<int> lock = LockDirectory(options.data_dir);
+  if (!lock.ok()) return lock.status();
+  FileSystem* fs = options.file_system != nullptr ? options.file_system : DefaultFileSystem();
+  absl::StatusOr<CheckpointLoadResult> loaded = LoadNewestValidCheckpoint(
+      fs, JoinPath(options.data_dir, "checkpoints"), [](const CheckpointEntry&) { return absl::OkStatus(); });
+  absl::StatusOr<WalRepairReport> repair =
+      loaded.ok() ? RepairWal(fs, JoinPath(options.data_dir, "wal"),
+                              loaded->loaded.has_value() ? loaded->loaded->revision : int64_t{1})
+                  : absl::StatusOr<WalRepairReport>(loaded.status());
+  close(*lock);
+  return repair;
+}
+
 }  // namespace revkv::server

@@ -105,4 +105,10 @@ class Engine {
   bool closed_ = false;
 };
 
+// The operator's repair of the log in options.data_dir (revkv-server --repair-wal), with no server
+// running: locks the directory, finds the newest valid checkpoint as Open does, and runs RepairWal on the
+// log after it. Fails with FailedPrecondition if another process holds the directory, or with the
+// checkpoint's or the log's error. Blocks on disk I/O.
+absl::StatusOr<WalRepairReport> RepairLog(const EngineOptions& options);
+
 }  // namespace revkv::server

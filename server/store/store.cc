@@ -242,6 +242,8 @@ absl::StatusOr<WriteResult<Response>> Store::Write(const Request& request, char 
     payload.reserve(request.ByteSizeLong() + 1);
     payload.push_back(kind);
     request.AppendToString(&payload);
+    // A record must fit the log buffer; a larger write is refused whole, before it changes anything.
+    if (payload.size() > wal_->max_payload_bytes()) return errors::RequestTooLarge();
     absl::StatusOr<WalReservation> r = [&] {
       // Reserve blocks while the log buffer is full, until the flusher (fsync included) frees space;
       // a collection must not wait for that. The payload is off the heap.

@@ -12,6 +12,16 @@ namespace revkv::server {
 BufferedReader::BufferedReader(const ReadableFile* file, uint64_t file_size, size_t chunk_bytes)
     : file_(file), file_size_(file_size), chunk_bytes_(chunk_bytes) {}
 
+void BufferedReader::Seek(uint64_t position) {
+  const uint64_t buffered_from = position_ - buffer_begin_;  // file offset of buffer_[0]
+  if (position >= buffered_from && position <= buffered_from + buffer_end_) {
+    buffer_begin_ = static_cast<size_t>(position - buffered_from);
+  } else {
+    buffer_begin_ = buffer_end_ = 0;
+  }
+  position_ = std::min(position, file_size_);
+}
+
 absl::StatusOr<std::string_view> BufferedReader::Read(size_t size) {
   if (size > remaining()) {
     return absl::OutOfRangeError(absl::StrCat("read of ", size, " bytes at offset ", position_, " of ",

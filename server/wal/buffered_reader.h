@@ -25,6 +25,9 @@ class BufferedReader {
   // back as the file system reported them. May allocate when `size` exceeds the chunk size.
   absl::StatusOr<std::string_view> Read(size_t size);
 
+  // Moves to byte `position` (<= the file size given), forward or back; the next Read reads from there.
+  void Seek(uint64_t position);
+
   uint64_t position() const { return position_; }                // file offset of the next byte
   uint64_t remaining() const { return file_size_ - position_; }  // bytes left before file_size
 

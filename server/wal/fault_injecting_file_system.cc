@@ -4,6 +4,7 @@
 
 #include <algorithm>
 #include <cerrno>
+#include <random>
 #include <thread>
 
 namespace revkv::server {
@@ -20,6 +21,35 @@ std::string_view WithoutTrailingSlash(std::string_view dir) {
   while (dir.size() > 1 && dir.back() == '/') dir.remove_suffix(1);
   return dir;
 }
+
+// The first `limit` bytes of `path` on `fs` (all of them by default).
+absl::StatusOr<std::string> ReadPrefix(FileSystem* fs, const std::string& path,
+                                       uint64_t limit = UINT64_MAX) {
+  absl::StatusOr<std::unique_ptr<ReadableFile>> file = fs->OpenReadable(path);
+  if (!file.ok()) return file.status();
+  absl::StatusOr<uint64_t> size = (*file)->Size();
+  if (!size.ok()) return size.status();
+  std::string bytes(static_cast<size_t>(std::min(*size, limit)), '\0');
+  size_t done = 0;
+  while (done < bytes.size()) {
+    absl::StatusOr<size_t> n = (*file)->ReadAt(done, bytes.data() + done, bytes.size() - done);
+    if (!n.ok()) return n.status();
+    if (*n == 0) break;
+    done += *n;
+  }
+  bytes.resize(done);
+  return bytes;
+}
+
+absl::Status WriteWhole(FileSystem* fs, const std::string& path, std::string_view bytes) {
+  absl::StatusOr<std::unique_ptr<WritableFile>> file = fs->OpenWritable(path, OpenMode::kTruncate);
+  if (!file.ok()) return file.status();
+  if (absl::Status s = (*file)->Append(bytes); !s.ok()) return s;
+  return (*file)->Close();
+}
+
+// The unit a disk writes atomically.
+constexpr uint64_t kSectorBytes = 512;
 
 }  // namespace
 
@@ -147,19 +177,65 @@ uint64_t FaultInjectingFileSystem::UnsyncedBytes(std::string_view path_prefix) c
   return bytes;
 }
 
-absl::Status FaultInjectingFileSystem::SimulatePowerLoss() {
+absl::Status FaultInjectingFileSystem::SimulatePowerLoss() { return PowerLoss(std::nullopt); }
+
+absl::Status FaultInjectingFileSystem::SimulatePowerLoss(uint64_t seed) { return PowerLoss(seed); }
+
+absl::Status FaultInjectingFileSystem::PowerLoss(std::optional<uint64_t> seed) {
   std::map<std::string, FileState> files;
+  std::map<std::string, Removed> removed;
   {
     std::unique_lock<std::mutex> lock(mu_);
     power_cut_ = true;
     changed_.notify_all();  // paused writers wake up and fail
     changed_.wait(lock, [this] { return in_flight_ == 0; });
     files = files_;
+    removed = removed_;
   }
+  std::mt19937_64 rng(seed.value_or(0));
+  // Whether something not durable is lost: always without a seed, else by a coin flip.
+  auto lost = [&] { return !seed.has_value() || rng() % 2 == 0; };
   absl::Status first;
+  auto note = [&](absl::Status s) {
+    if (!s.ok() && !absl::IsNotFound(s) && first.ok()) first = std::move(s);
+  };
   for (const auto& [path, state] : files) {
-    absl::Status s = state.entry_durable ? base_->Truncate(path, state.synced) : base_->Remove(path);
-    if (!s.ok() && !absl::IsNotFound(s) && first.ok()) first = s;
+    std::string at = path;
+    if (!state.renamed_from.empty() && lost()) {
+      note(base_->Rename(path, state.renamed_from));
+      at = state.renamed_from;
+      if (!state.from_entry_durable && lost()) {
+        note(base_->Remove(at));
+        continue;
+      }
+    } else if (state.renamed_from.empty() && !state.entry_durable && lost()) {
+      note(base_->Remove(path));
+      continue;
+    }
+    if (!seed.has_value() || state.size <= state.synced) {
+      note(base_->Truncate(at, std::min(state.synced, state.size)));
+      continue;
+    }
+    // A prefix of the unsynced bytes reached the disk, cut at any byte; inside it, each sector did or
+    // reads as zeros, in no particular order.
+    const uint64_t kept = state.synced + rng() % (state.size - state.synced + 1);
+    absl::StatusOr<std::string> bytes = ReadPrefix(base_, at, kept);
+    if (!bytes.ok()) {
+      note(bytes.status());
+      continue;
+    }
+    for (uint64_t sector = state.synced / kSectorBytes * kSectorBytes; sector < bytes->size();
+         sector += kSectorBytes) {
+      if (rng() % 3 != 0) continue;
+      const uint64_t from = std::max(sector, state.synced);  // synced bytes in the sector stay
+      const uint64_t to = std::min<uint64_t>(sector + kSectorBytes, bytes->size());
+      std::fill(bytes->begin() + static_cast<std::ptrdiff_t>(from),
+                bytes->begin() + static_cast<std::ptrdiff_t>(to), '\0');
+    }
+    note(WriteWhole(base_, at, *bytes));
+  }
+  for (const auto& [path, r] : removed) {
+    if (lost()) note(WriteWhole(base_, path, r.bytes));  // the removal never reached the disk
   }
   return first;
 }
@@ -282,10 +358,25 @@ absl::Status FaultInjectingFileSystem::CreateDirectories(const std::string& dir)
 
 absl::Status FaultInjectingFileSystem::Remove(const std::string& path) {
   if (absl::Status s = Admit("unlink", path, /*is_write=*/false); !s.ok()) return s;
+  // What a crash before the directory is synced brings back: the durable bytes of a durable entry.
+  std::optional<Removed> undo;
+  {
+    std::unique_lock<std::mutex> lock(mu_);
+    auto it = files_.find(path);
+    const bool durable = it == files_.end() || it->second.entry_durable;
+    const uint64_t synced = it == files_.end() ? UINT64_MAX : it->second.synced;
+    lock.unlock();
+    if (durable) {
+      if (absl::StatusOr<std::string> bytes = ReadPrefix(base_, path, synced); bytes.ok()) {
+        undo = Removed{*std::move(bytes)};
+      }
+    }
+  }
   absl::Status s = base_->Remove(path);
   if (s.ok()) {
     std::lock_guard<std::mutex> lock(mu_);
     files_.erase(path);
+    if (undo) removed_[path] = *std::move(undo);
   }
   Finish();
   return s;
@@ -300,10 +391,14 @@ absl::Status FaultInjectingFileSystem::Rename(const std::string& from, const std
   absl::Status s = base_->Rename(from, to);
   if (s.ok()) {
     std::lock_guard<std::mutex> lock(mu_);
-    FileState state{size, size, false};
+    FileState state{size, size, /*entry_durable=*/true};  // a file never opened here: durable as found
     if (auto it = files_.find(from); it != files_.end()) {
       state = it->second;
       files_.erase(it);
+    }
+    if (state.renamed_from.empty()) {  // undoing a chain of renames restores the first name
+      state.renamed_from = from;
+      state.from_entry_durable = state.entry_durable;
     }
     state.entry_durable = false;  // until its directory is synced
     files_[to] = state;
@@ -334,7 +429,13 @@ absl::Status FaultInjectingFileSystem::SyncDirectory(const std::string& dir) {
     std::lock_guard<std::mutex> lock(mu_);
     const std::string_view d = WithoutTrailingSlash(dir);
     for (auto& [path, state] : files_) {
-      if (ParentOf(path) == d) state.entry_durable = true;
+      if (ParentOf(path) == d) {
+        state.entry_durable = true;
+        state.renamed_from.clear();
+      }
+    }
+    for (auto it = removed_.begin(); it != removed_.end();) {
+      it = ParentOf(it->first) == d ? removed_.erase(it) : std::next(it);
     }
   }
   Finish();

@@ -5,8 +5,10 @@
 // It also models what a machine crash keeps. Per file it opened for writing it knows the bytes written,
 // the bytes a successful Sync covered, and whether the file's directory entry is durable (an entry
 // created or renamed into place becomes durable at the next SyncDirectory of its directory; a file that
-// existed before it was first opened here counts as durable as it was). SimulatePowerLoss throws away
-// what was not durable, so a test can restart from exactly what a power loss would have left.
+// existed before it was first opened here counts as durable as it was); it remembers renames and removals
+// not yet made durable by a SyncDirectory, with the removed file's bytes. SimulatePowerLoss() throws away
+// everything that was not durable; SimulatePowerLoss(seed) lets chance decide, as a real crash does, so
+// a test can restart from what a power loss may leave.
 #ifndef REVKV_SERVER_WAL_FAULT_INJECTING_FILE_SYSTEM_H_
 #define REVKV_SERVER_WAL_FAULT_INJECTING_FILE_SYSTEM_H_
 
@@ -16,6 +18,7 @@
 #include <cstdint>
 #include <map>
 #include <mutex>
+#include <optional>
 #include <string>
 #include <string_view>
 
@@ -55,10 +58,17 @@ class FaultInjectingFileSystem final : public FileSystem {
 
   // Cuts the power: waits for the operations under way, then every later operation that changes a file or
   // a directory fails with EIO and changes nothing (reads still work, Close closes), and the real files
-  // are put in the state the crash leaves: each file cut back to its synced size, each file whose entry
-  // was not durable removed. Not modelled: a removal or rename that was never made durable is not undone.
-  // Returns the first error of those changes. Irreversible; restart on a new FileSystem.
+  // are put in the state the crash leaves, losing everything not durable: each file cut back to its
+  // synced size, each file whose entry was not durable removed, each rename and removal not made durable
+  // undone (a removed file comes back with the bytes it had when removed; a file a rename replaced does
+  // not come back). Returns the first error of those changes. Irreversible; restart on a new FileSystem.
   absl::Status SimulatePowerLoss();
+  // The same cut, with what is not durable kept or lost by chance (a generator seeded with `seed`), as
+  // the disk's write-back left it: of each file's unsynced bytes, a prefix of random length (any byte
+  // offset) survives, and within it each 512-byte sector (the disk's atomic unit) independently reached
+  // the disk or reads as zeros (the size was written back, the data not): later sectors may survive
+  // earlier ones. Each non-durable entry, rename and removal independently survives or is undone.
+  absl::Status SimulatePowerLoss(uint64_t seed);
 
   // Operations that reached the base file system since construction (injected failures not included).
   int64_t writes() const { return writes_.load(std::memory_order_relaxed); }
@@ -94,7 +104,14 @@ class FaultInjectingFileSystem final : public FileSystem {
     uint64_t size = 0;           // bytes written (the end of the file)
     uint64_t synced = 0;         // bytes a Sync covered
     bool entry_durable = false;  // the directory entry survives a crash
+    std::string renamed_from;    // set while a rename into this path is not durable: the old path
+    bool from_entry_durable = false;  // whether the old path's entry was durable before the rename
   };
+  // A removal not yet made durable: what comes back if it is undone.
+  struct Removed {
+    std::string bytes;  // the file's durable bytes when it was removed
+  };
+  absl::Status PowerLoss(std::optional<uint64_t> seed);
   // Admits a changing operation on `path` (a write waits while a pause covers it): OK and counted in
   // flight until Finish, or EIO once the power is cut.
   absl::Status Admit(const char* operation, const std::string& path, bool is_write);
@@ -121,6 +138,7 @@ class FaultInjectingFileSystem final : public FileSystem {
   // last operation in flight).
   std::condition_variable changed_;
   std::map<std::string, FileState> files_;
+  std::map<std::string, Removed> removed_;  // by path
   bool paused_ = false;
   std::string pause_prefix_;
   bool power_cut_ = false;

@@ -2,6 +2,7 @@
 // segment removal, statistics and Close. The flusher thread lives in wal_flusher.cc.
 #include "server/wal/wal.h"
 
+#include <algorithm>
 #include <cstdio>
 #include <cstdlib>
 #include <utility>
@@ -42,12 +43,29 @@ std::string WalRecoveryReport::ToString() const {
                    last_revision, ", replayed ", records_replayed, " record(s) after revision ",
                    after_revision, "; next revision ", next_revision, " in ", segment);
   if (corruption) {
-    absl::StrAppend(&s, "; log cut at ", corruption->segment, " offset ", corruption->offset, " (",
+    absl::StrAppend(&s, "; torn tail cut at ", corruption->segment, " offset ", corruption->offset, " (",
                     corruption->reason, "), ", bytes_truncated, " byte(s) discarded");
+  }
+  if (covered_records_skipped > 0) {
+    absl::StrAppend(&s, "; passed over ", covered_records_skipped,
+                    " damaged record(s) at or below the checkpoint's revision");
   }
   if (!removed_segments.empty()) {
     absl::StrAppend(&s, "; removed ", absl::StrJoin(removed_segments, ", "));
   }
+  return s;
+}
+
+std::string WalRepairReport::ToString() const {
+  if (!damage) return absl::StrCat("wal repair: the log is intact through revision ", last_good_revision,
+                                   "; nothing was changed");
+  std::string s = absl::StrCat("wal repair: damage in ", damage->segment, " at byte offset ", damage->offset,
+                               " (", damage->reason, "); the log now ends at revision ", last_good_revision,
+                               "; lost: revisions ", first_lost_revision);
+  if (last_lost_revision > first_lost_revision) absl::StrAppend(&s, "..", last_lost_revision);
+  if (last_lost_revision == 0) absl::StrAppend(&s, " (no intact record after the damage)");
+  absl::StrAppend(&s, ", ", bytes_moved, " byte(s)");
+  for (const auto& [from, to] : moved) absl::StrAppend(&s, "\n  moved aside: ", from, " -> ", to);
   return s;
 }
 
@@ -143,11 +161,15 @@ Wal::~Wal() { Close().IgnoreError(); }
 
 // --- Writers ---
 
+size_t Wal::max_payload_bytes() const {
+  return std::min<size_t>(buffer_.capacity() - kRecordHeaderBytes, wal_format::kMaxPayloadBytes);
+}
+
 absl::StatusOr<WalReservation> Wal::Reserve(std::string_view payload, DurableCallback on_durable) {
   if (failed()) return failed_status();
   if (closing_.load(std::memory_order_acquire)) return absl::FailedPreconditionError("wal: closed");
   const uint64_t bytes = kRecordHeaderBytes + payload.size();
-  if (bytes > buffer_.capacity() || payload.size() > wal_format::kMaxPayloadBytes) {
+  if (payload.size() > max_payload_bytes()) {
     return absl::InvalidArgumentError(absl::StrCat("wal: a record of ", payload.size(),
                                                    " bytes does not fit the log buffer of ",
                                                    buffer_.capacity(), " bytes"));

@@ -24,6 +24,7 @@
 #include <string>
 #include <string_view>
 #include <thread>
+#include <utility>
 #include <vector>
 
 #include "absl/functional/function_ref.h"
@@ -61,11 +62,11 @@ struct WalOptions {
   size_t buffer_bytes = size_t{16} << 20;  // log buffer (rounded up to a power of two); bounds a record
 };
 
-// Where and why recovery found the log to end early.
+// Where and why the log ends early: a torn tail recovery cut, or the damage RepairWal moved aside.
 struct WalCorruption {
   std::string segment;  // path of the segment holding the first bad byte
   uint64_t offset = 0;  // byte offset in that segment where the log was cut
-  std::string reason;   // e.g. "bad CRC in the record of revision 17", "segment header is torn"
+  std::string reason;   // e.g. "torn record: 120 payload bytes announced, 37 present"
 };
 
 // What Open found on disk and what it changed. The server logs it.
@@ -75,13 +76,27 @@ struct WalRecoveryReport {
   int64_t last_revision = 0;      // last good record read (0: none)
   uint64_t records_replayed = 0;  // records after after_revision passed to the visitor
   uint64_t segments_read = 0;
-  std::optional<WalCorruption> corruption;    // set if a torn or corrupt record ended the log
+  uint64_t covered_records_skipped = 0;  // damaged records at or below after_revision, passed over
+  std::optional<WalCorruption> corruption;    // set if a torn tail was cut (never for other damage)
   uint64_t bytes_truncated = 0;               // bytes cut from the segment named in `corruption`
-  std::vector<std::string> removed_segments;  // segments deleted: after the cut, or wholly torn
+  std::vector<std::string> removed_segments;  // the newest segment, if its header was torn
   int64_t next_revision = 0;                  // the revision the next Append must carry
   std::string segment;                        // the segment appends continue in
 
   // One line for the log.
+  std::string ToString() const;
+};
+
+// What RepairWal found and moved aside.
+struct WalRepairReport {
+  std::optional<WalCorruption> damage;  // the first bad byte; unset: the log was intact, nothing changed
+  int64_t last_good_revision = 0;       // the log now ends here (before the checkpoint's: nothing to keep)
+  int64_t first_lost_revision = 0;      // the revision the bad record should have held
+  int64_t last_lost_revision = 0;       // highest intact record moved aside (0: none found)
+  uint64_t bytes_moved = 0;             // bytes from the bad one on that are no longer in the log
+  std::vector<std::pair<std::string, std::string>> moved;  // (segment, where its original bytes now are)
+
+  // A few lines for an operator.
   std::string ToString() const;
 };
 
@@ -144,10 +159,12 @@ class WalReservation {
 class Wal {
  public:
   // Recovers the log in options.dir (creating the directory if needed) and opens it for appending.
-  // Records with revision > after_revision are passed to `visitor` in order; a torn or corrupt record
-  // ends the log: its segment is truncated there and later segments are deleted, as `report` says. Fails
-  // with DataLoss if the log starts after after_revision + 1 (records are missing), FailedPrecondition
-  // for an unknown format version, or the first I/O error. Blocks on disk I/O.
+  // Records with revision > after_revision are passed to `visitor` in order. A torn tail of the newest
+  // segment (what a crash during an append leaves) is cut, as `report` says; any other damage fails with
+  // DataLoss naming the file, byte offset and revision, and changes nothing on disk (RepairWal moves it
+  // aside). Damaged records at or below after_revision are passed over. Also DataLoss if the log starts
+  // after after_revision + 1 (records are missing), FailedPrecondition for an unknown format version,
+  // the visitor's error, or the first I/O error. Blocks on disk I/O.
   static absl::StatusOr<std::unique_ptr<Wal>> Open(const WalOptions& options, int64_t after_revision,
                                                    WalRecordVisitor visitor, WalRecoveryReport* report);
 
@@ -161,8 +178,13 @@ class Wal {
   // Claims buffer space for a record with this payload and checksums the payload, so Append need not.
   // `on_durable`, if set, is registered at Append and runs on the flusher thread, in LSN order, exactly
   // once. Blocks while the buffer is full. Fails with failed_status() once the log has failed,
-  // FailedPrecondition after Close, InvalidArgument if the record is larger than the buffer.
+  // FailedPrecondition after Close, InvalidArgument if the payload is larger than max_payload_bytes()
+  // (then nothing is claimed and the log is unchanged).
   absl::StatusOr<WalReservation> Reserve(std::string_view payload, DurableCallback on_durable = nullptr);
+
+  // The largest payload Reserve accepts: the log buffer less a record header (and at most the format's
+  // limit). Constant for the Wal's life; a caller checks it first to give its own "too large" error.
+  size_t max_payload_bytes() const;
 
   // --- Inside the inevitable section ---
 
@@ -320,6 +342,20 @@ class Wal {
   bool closed_ = false;        // guarded by close_mu_
   absl::Status close_status_;  // guarded by close_mu_
 };
+
+// ---------------------------------------------------------------------------------------------------
+// Repair
+// ---------------------------------------------------------------------------------------------------
+
+// The operator's repair of a damaged log in `dir` (no Wal may have it open): reads it as Wal::Open does
+// (from the segment holding after_revision + 1; damaged records at or below after_revision are passed
+// over) and at the first damage of any kind cuts the log there. Nothing is deleted: the damaged segment
+// is copied whole to "<segment>.damaged" (".damaged.1", ... if taken) and truncated at the last good
+// record (renamed whole if its header is the damage), each later segment is renamed to
+// "<segment>.damaged", and every change is fsync'd. Returns what was moved and the revisions lost; an
+// intact log is left as it is. Fails like Open for missing revisions, an unknown format version or an I/O
+// error. `fs` nullptr: DefaultFileSystem(). Blocks on disk I/O.
+absl::StatusOr<WalRepairReport> RepairWal(FileSystem* fs, const std::string& dir, int64_t after_revision);
 
 }  // namespace revkv::server
 

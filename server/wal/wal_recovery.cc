@@ -1,19 +1,40 @@
-// WAL recovery: scan, replay, cut.
+// WAL recovery: scan, replay, and either cut a torn tail or refuse the log.
 //
 // Which segments are read: the log may still hold segments wholly before the checkpoint (they are removed
 // by RemoveSegmentsUpTo only later, and a crash may undo part of a removal), so reading starts at the
-// newest segment whose first revision is <= after_revision + 1 and never checks continuity before it.
-// From there on revisions must be consecutive: each segment's name is its first record's revision, and
-// every record carries the previous one's revision + 1.
+// newest segment whose first revision is <= after_revision + 1 and never looks before it. From there on
+// revisions must be consecutive: each segment's name is its first record's revision, and every record
+// carries the previous one's revision + 1.
 //
-// What ends the log: a short segment header, a record header or payload running past the end of the
-// file, a length no writer would produce, a CRC mismatch, or an unexpected revision (also a segment whose
-// name does not continue the previous one). Everything from that byte on is discarded: the segment is
-// truncated there (or deleted if its header is the damage) and every later segment is deleted, so the
-// next record is appended right after the last good one and the log never has a gap.
+// The one rule: only what a crash can leave is repaired automatically, and only where a crash leaves it.
+// A crash during an append leaves the newest segment ending in a torn tail; nothing a crash does can damage
+// a record that was followed by a completed fdatasync, so damage anywhere else is damage of acknowledged
+// data, and recovery stops with an error rather than guess. A torn tail (in the newest segment only) is
+// one of:
+//   - fewer than 16 bytes where a record header should be (a write cut short);
+//   - a record whose announced length runs past the end of the file, unless the bytes present would make
+//     a complete valid record (then the length field is damaged) or a valid record of a later revision
+//     starts anywhere after it (then the records after it are real and the length is damaged);
+//   - a complete record that fails its CRC and has an aligned 512-byte sector (or the part of one it
+//     occupies) that is all zeros: a sector that never reached the disk (the file's size was written back
+//     before its data, or the space was preallocated). A power loss may keep later unsynced pages and lose
+//     earlier ones, so records after it are discarded too: none of them was synced. An all-zero header is
+//     such a record;
+//   - a newest segment whose 16-byte header is short or all zeros (its creation was cut short: an fsync
+//     of any of its records would have made the header durable too).
+// A CRC mismatch without a zero sector (bytes present but wrong), a bad segment header, a revision out of
+// sequence or a segment name that does not continue the log is damage wherever it is. This follows etcd's
+// WAL, which repairs only an unexpected end of file in the last segment (a zero sector there counting as
+// one) and refuses a CRC mismatch.
+//
+// Records at or below after_revision (covered by the checkpoint) never decide the fate of later ones: a
+// covered record that fails its checks is passed over by searching forward in its segment for the next
+// record that passes its CRC and carries a revision in (its revision, after_revision + 1]; only when no
+// such record exists is the damage judged as above.
 #include "server/wal/wal_recovery.h"
 
 #include <algorithm>
+#include <limits>
 #include <utility>
 
 #include "absl/strings/str_cat.h"
@@ -26,16 +47,28 @@ namespace {
 using wal_format::kRecordHeaderBytes;
 using wal_format::kSegmentHeaderBytes;
 
+// The unit a disk writes atomically; a crash leaves each such sector old (zeros here) or new.
+constexpr uint64_t kSectorBytes = 512;
+
 struct Segment {
   int64_t first_revision;
   std::string path;
 };
 
-// Where the log ends early.
-struct Cut {
-  size_t segment_index;
-  uint64_t offset;
+// Where the log stops being readable.
+struct Damage {
+  size_t segment_index = 0;
+  uint64_t offset = 0;    // byte offset of the bad record (0: the segment itself)
+  int64_t revision = 0;   // the revision the bad record was expected to hold
   std::string reason;
+  bool torn = false;      // a torn tail of the newest segment: recovery may cut it
+};
+
+// The result of reading one segment.
+struct SegmentScan {
+  uint64_t size = 0;
+  uint64_t records = 0;
+  std::optional<Damage> damage;  // segment_index filled in by the caller
 };
 
 absl::StatusOr<std::vector<Segment>> ListSegments(FileSystem* fs, const std::string& dir) {
@@ -52,107 +85,274 @@ absl::StatusOr<std::vector<Segment>> ListSegments(FileSystem* fs, const std::str
   return segments;
 }
 
-// The result of reading one segment.
-struct SegmentScan {
-  uint64_t size = 0;
-  uint64_t records = 0;
-  std::optional<Cut> cut;  // segment_index filled in by the caller
+// Bytes [from, to) of `file` (a failure path: read whole).
+absl::StatusOr<std::string> ReadRange(const ReadableFile& file, uint64_t from, uint64_t to) {
+  std::string bytes(to > from ? to - from : 0, '\0');
+  size_t done = 0;
+  while (done < bytes.size()) {
+    absl::StatusOr<size_t> n = file.ReadAt(from + done, bytes.data() + done, bytes.size() - done);
+    if (!n.ok()) return n.status();
+    if (*n == 0) break;
+    done += *n;
+  }
+  bytes.resize(done);
+  return bytes;
+}
+
+// A record that passes its CRC, found by searching.
+struct FoundRecord {
+  uint64_t offset;
+  int64_t revision;
 };
 
-// Reads the records of one segment, expecting `*expected` first; advances `*expected` past each good
+// The first position in `bytes` (file offset `base`) where a complete record with a matching CRC and a
+// revision in [min_revision, max_revision] starts; with `highest`, the one with the highest revision.
+std::optional<FoundRecord> FindRecord(std::string_view bytes, uint64_t base, int64_t min_revision,
+                                      int64_t max_revision, bool highest = false) {
+  std::optional<FoundRecord> found;
+  for (size_t pos = 0; pos + kRecordHeaderBytes <= bytes.size(); ++pos) {
+    const wal_format::RecordHeader h = wal_format::DecodeRecordHeader(bytes.data() + pos);
+    if (h.revision < min_revision || h.revision > max_revision) continue;
+    if (h.payload_bytes > bytes.size() - pos - kRecordHeaderBytes) continue;
+    if (wal_format::RecordCrc(h.revision, bytes.substr(pos + kRecordHeaderBytes, h.payload_bytes)) != h.crc) {
+      continue;
+    }
+    if (!highest) return FoundRecord{base + pos, h.revision};
+    if (!found || h.revision > found->revision) found = FoundRecord{base + pos, h.revision};
+  }
+  return found;
+}
+
+// Whether some aligned sector of the file, or the part of one that `record` (at file offset `offset`)
+// occupies, is all zeros.
+bool HasZeroSector(std::string_view record, uint64_t offset) {
+  size_t pos = 0;
+  while (pos < record.size()) {
+    const uint64_t file_pos = offset + pos;
+    const size_t chunk = static_cast<size_t>(
+        std::min<uint64_t>(kSectorBytes - file_pos % kSectorBytes, record.size() - pos));
+    const std::string_view part = record.substr(pos, chunk);
+    if (std::all_of(part.begin(), part.end(), [](char c) { return c == '\0'; })) return true;
+    pos += chunk;
+  }
+  return false;
+}
+
+// Reads the records of segments[index], expecting `*expected` first; advances `*expected` past each good
 // record and replays those after `after_revision`. I/O and visitor errors are returned; damage is
-// reported in the scan's `cut`.
-absl::StatusOr<SegmentScan> ScanSegment(FileSystem* fs, const Segment& segment, int64_t after_revision,
-                                        int64_t* expected, WalRecordVisitor visitor,
+// reported in the scan's `damage`.
+absl::StatusOr<SegmentScan> ScanSegment(FileSystem* fs, const std::vector<Segment>& segments, size_t index,
+                                        int64_t after_revision, int64_t* expected, WalRecordVisitor visitor,
                                         WalRecoveryReport* report) {
+  const Segment& segment = segments[index];
+  const bool newest = index + 1 == segments.size();
   SegmentScan scan;
   absl::StatusOr<std::unique_ptr<ReadableFile>> file = fs->OpenReadable(segment.path);
   if (!file.ok()) return file.status();
   absl::StatusOr<uint64_t> size = (*file)->Size();
   if (!size.ok()) return size.status();
   scan.size = *size;
-  auto cut_at = [&](uint64_t offset, std::string reason) {
-    scan.cut = Cut{0, offset, std::move(reason)};
+  auto damaged = [&](uint64_t offset, std::string reason, bool torn) {
+    scan.damage = Damage{index, offset, *expected, std::move(reason), torn && newest};
     return scan;
   };
 
   if (segment.first_revision != *expected) {
-    return cut_at(0, absl::StrCat("segment starts at revision ", segment.first_revision, " but revision ",
-                                  *expected, " comes next"));
+    return damaged(0,
+                   absl::StrCat("the segment's name says it starts at revision ", segment.first_revision,
+                                " but revision ", *expected, " comes next (a segment is missing or misnamed)"),
+                   /*torn=*/false);
   }
   BufferedReader reader(file->get(), scan.size);
   if (scan.size < kSegmentHeaderBytes) {
-    return cut_at(
-        0, absl::StrCat("segment header is torn (", scan.size, " of ", kSegmentHeaderBytes, " bytes)"));
+    return damaged(
+        0, absl::StrCat("segment header is torn (", scan.size, " of ", kSegmentHeaderBytes, " bytes)"),
+        /*torn=*/true);
   }
   absl::StatusOr<std::string_view> header = reader.Read(kSegmentHeaderBytes);
   if (!header.ok()) return header.status();
   if (absl::Status s = wal_format::CheckSegmentHeader(*header, segment.path); !s.ok()) {
     if (s.code() != absl::StatusCode::kDataLoss) return s;  // another format version: not damage
-    return cut_at(0, std::string(s.message()));
+    const bool zero = std::all_of(header->begin(), header->end(), [](char c) { return c == '\0'; });
+    return damaged(0, zero ? "segment header was never written (all zeros)" : std::string(s.message()), zero);
   }
 
   while (reader.remaining() > 0) {
     const uint64_t offset = reader.position();
-    if (reader.remaining() < kRecordHeaderBytes) {
-      return cut_at(offset, absl::StrCat("torn record header (", reader.remaining(), " of ",
-                                         kRecordHeaderBytes, " bytes)"));
+    // 1. Read what is there: a header, and the payload if it is all present.
+    std::optional<wal_format::RecordHeader> h;
+    std::string_view payload;
+    bool complete = false;
+    if (reader.remaining() >= kRecordHeaderBytes) {
+      absl::StatusOr<std::string_view> header_bytes = reader.Read(kRecordHeaderBytes);
+      if (!header_bytes.ok()) return header_bytes.status();
+      h = wal_format::DecodeRecordHeader(header_bytes->data());
+      if (h->payload_bytes <= wal_format::kMaxPayloadBytes && h->payload_bytes <= reader.remaining()) {
+        absl::StatusOr<std::string_view> read = reader.Read(h->payload_bytes);
+        if (!read.ok()) return read.status();
+        payload = *read;
+        complete = true;
+      }
     }
-    absl::StatusOr<std::string_view> header_bytes = reader.Read(kRecordHeaderBytes);
-    if (!header_bytes.ok()) return header_bytes.status();
-    const wal_format::RecordHeader h = wal_format::DecodeRecordHeader(header_bytes->data());
-    if (h.payload_bytes > wal_format::kMaxPayloadBytes) {
-      return cut_at(offset, absl::StrCat("implausible record length ", h.payload_bytes));
+    const bool crc_ok = complete && wal_format::RecordCrc(h->revision, payload) == h->crc;
+    if (crc_ok && h->revision == *expected) {
+      if (report->first_revision == 0) report->first_revision = h->revision;
+      report->last_revision = h->revision;
+      if (h->revision > after_revision) {
+        if (absl::Status s = visitor(h->revision, payload); !s.ok()) return s;
+        ++report->records_replayed;
+      }
+      ++*expected;
+      ++scan.records;
+      continue;
     }
-    if (h.payload_bytes > reader.remaining()) {
-      return cut_at(offset, absl::StrCat("torn record: ", h.payload_bytes, " payload bytes announced, ",
-                                         reader.remaining(), " present"));
+    if (crc_ok) {
+      return damaged(offset,
+                     absl::StrCat("record of revision ", h->revision, " where revision ", *expected,
+                                  " was expected"),
+                     /*torn=*/false);
     }
-    absl::StatusOr<std::string_view> payload = reader.Read(h.payload_bytes);
-    if (!payload.ok()) return payload.status();
-    if (wal_format::RecordCrc(h.revision, *payload) != h.crc) {
-      return cut_at(offset, absl::StrCat("bad CRC in the record expected to hold revision ", *expected));
+
+    // 2. A record that fails its checks. A covered one is passed over if the next record needed can be
+    // found after it.
+    absl::StatusOr<std::string> rest = ReadRange(**file, offset, scan.size);
+    if (!rest.ok()) return rest.status();
+    if (*expected <= after_revision) {
+      if (std::optional<FoundRecord> next = FindRecord(std::string_view(*rest).substr(1), offset + 1,
+                                                       *expected + 1, after_revision + 1)) {
+        report->covered_records_skipped += static_cast<uint64_t>(next->revision - *expected);
+        *expected = next->revision;
+        reader.Seek(next->offset);
+        continue;
+      }
     }
-    if (h.revision != *expected) {
-      return cut_at(offset, absl::StrCat("record of revision ", h.revision, " where revision ", *expected,
-                                         " was expected"));
+
+    // 3. Otherwise it ends the log: a torn tail if a crash can explain it, damage if not.
+    if (!h) {
+      return damaged(offset,
+                     absl::StrCat("torn record header (", rest->size(), " of ", kRecordHeaderBytes, " bytes)"),
+                     /*torn=*/true);
     }
-    if (report->first_revision == 0) report->first_revision = h.revision;
-    report->last_revision = h.revision;
-    if (h.revision > after_revision) {
-      if (absl::Status s = visitor(h.revision, *payload); !s.ok()) return s;
-      ++report->records_replayed;
+    if (!complete) {
+      const uint64_t present = rest->size() - kRecordHeaderBytes;
+      if (wal_format::RecordCrc(h->revision, std::string_view(*rest).substr(kRecordHeaderBytes)) == h->crc) {
+        return damaged(offset,
+                       absl::StrCat("damaged length: the record is complete with ", present,
+                                    " payload bytes but announces ", h->payload_bytes),
+                       /*torn=*/false);
+      }
+      if (std::optional<FoundRecord> later =
+              FindRecord(std::string_view(*rest).substr(1), offset + 1, *expected + 1,
+                         std::numeric_limits<int64_t>::max())) {
+        return damaged(offset,
+                       absl::StrCat("damaged length: the record announces ", h->payload_bytes,
+                                    " payload bytes, past the end of the file, but the record of revision ",
+                                    later->revision, " follows at offset ", later->offset),
+                       /*torn=*/false);
+      }
+      return damaged(offset,
+                     absl::StrCat("torn record: ", h->payload_bytes, " payload bytes announced, ", present,
+                                  " present"),
+                     /*torn=*/true);
     }
-    ++*expected;
-    ++scan.records;
+    const std::string_view record = std::string_view(*rest).substr(0, kRecordHeaderBytes + h->payload_bytes);
+    if (HasZeroSector(record, offset)) {
+      return damaged(offset,
+                     absl::StrCat("torn record: the record expected to hold revision ", *expected,
+                                  " has an unwritten (all-zero) sector"),
+                     /*torn=*/true);
+    }
+    return damaged(offset, absl::StrCat("bad CRC in the record expected to hold revision ", *expected),
+                   /*torn=*/false);
   }
   return scan;
 }
 
-// Cuts the log at `cut`: truncates (and syncs) or deletes the damaged segment, deletes the later ones,
-// syncs the directory. Returns the number of segments left from `segments`.
-absl::StatusOr<size_t> Repair(FileSystem* fs, const std::string& dir, const std::vector<Segment>& segments,
-                              const Cut& cut, uint64_t segment_size, WalRecoveryReport* report) {
-  const Segment& damaged = segments[cut.segment_index];
-  size_t kept = cut.segment_index + 1;
-  report->bytes_truncated = segment_size - cut.offset;
-  if (cut.offset < kSegmentHeaderBytes) {
-    if (absl::Status s = fs->Remove(damaged.path); !s.ok()) return s;
-    report->removed_segments.push_back(damaged.path);
-    kept = cut.segment_index;
-  } else {
-    if (absl::Status s = fs->Truncate(damaged.path, cut.offset); !s.ok()) return s;
-    absl::StatusOr<std::unique_ptr<WritableFile>> file = fs->OpenWritable(damaged.path, OpenMode::kAppend);
-    if (!file.ok()) return file.status();
-    if (absl::Status s = (*file)->Sync(); !s.ok()) return s;
-    if (absl::Status s = (*file)->Close(); !s.ok()) return s;
+// The log as read: the segments from `start` on, each one's scan, and where reading stopped.
+struct LogScan {
+  std::vector<Segment> segments;
+  size_t start = 0;
+  std::vector<SegmentScan> scans;  // scans[i - start] for each segment read
+  int64_t expected = 1;            // the revision after the last good record
+  std::optional<Damage> damage;
+};
+
+absl::StatusOr<LogScan> ScanLog(FileSystem* fs, const std::string& dir, int64_t after_revision,
+                                WalRecordVisitor visitor, WalRecoveryReport* report) {
+  LogScan log;
+  absl::StatusOr<std::vector<Segment>> segments = ListSegments(fs, dir);
+  if (!segments.ok()) return segments.status();
+  log.segments = *std::move(segments);
+  log.expected = after_revision + 1;
+  if (log.segments.empty()) return log;
+
+  for (size_t i = 0; i < log.segments.size(); ++i) {
+    if (log.segments[i].first_revision <= after_revision + 1) log.start = i;
   }
-  for (size_t i = cut.segment_index + 1; i < segments.size(); ++i) {
-    if (absl::Status s = fs->Remove(segments[i].path); !s.ok()) return s;
-    report->removed_segments.push_back(segments[i].path);
+  const Segment& first = log.segments[log.start];
+  if (first.first_revision > after_revision + 1) {
+    return absl::DataLossError(
+        absl::StrCat("wal: the log in ", dir, " starts at revision ", first.first_revision, " (", first.path,
+                     ") but recovery needs", " every revision after ", after_revision, "; revisions ",
+                     after_revision + 1, "..", first.first_revision - 1, " are missing"));
   }
-  if (absl::Status s = fs->SyncDirectory(dir); !s.ok()) return s;
-  return kept;
+  log.expected = first.first_revision;
+  for (size_t i = log.start; i < log.segments.size(); ++i) {
+    absl::StatusOr<SegmentScan> scan =
+        ScanSegment(fs, log.segments, i, after_revision, &log.expected, visitor, report);
+    if (!scan.ok()) return scan.status();
+    ++report->segments_read;
+    log.scans.push_back(*std::move(scan));
+    if (log.scans.back().damage) {
+      log.damage = log.scans.back().damage;
+      break;
+    }
+  }
+  return log;
+}
+
+// The error for damage recovery does not repair.
+absl::Status DamageError(const LogScan& log, const Damage& damage, const std::string& dir) {
+  return absl::DataLossError(absl::StrCat(
+      "wal: the log in ", dir, " is damaged: ", log.segments[damage.segment_index].path, " at byte offset ",
+      damage.offset, " (where revision ", damage.revision, " should be): ", damage.reason,
+      ". Only a torn tail of the newest segment is repaired automatically; nothing was changed. Restore "
+      "the file from a copy, or run `revkv-server --repair-wal` to move the damaged part aside and keep "
+      "revisions up to ",
+      damage.revision - 1, " (later ones are then lost)"));
+}
+
+// Cuts a torn tail: truncates (and syncs) the newest segment at the torn record, or removes it if its
+// header is torn, then syncs the directory. Returns the number of segments left.
+absl::StatusOr<size_t> CutTornTail(FileSystem* fs, const std::string& dir, const LogScan& log,
+                                   WalRecoveryReport* report) {
+  const Damage& damage = *log.damage;
+  const Segment& segment = log.segments[damage.segment_index];
+  report->corruption = WalCorruption{segment.path, damage.offset, damage.reason};
+  report->bytes_truncated = log.scans.back().size - damage.offset;
+  if (damage.offset < kSegmentHeaderBytes) {
+    if (absl::Status s = fs->Remove(segment.path); !s.ok()) return s;
+    report->removed_segments.push_back(segment.path);
+    if (absl::Status s = fs->SyncDirectory(dir); !s.ok()) return s;
+    return damage.segment_index;
+  }
+  if (absl::Status s = fs->Truncate(segment.path, damage.offset); !s.ok()) return s;
+  absl::StatusOr<std::unique_ptr<WritableFile>> file = fs->OpenWritable(segment.path, OpenMode::kAppend);
+  if (!file.ok()) return file.status();
+  if (absl::Status s = (*file)->Sync(); !s.ok()) return s;
+  if (absl::Status s = (*file)->Close(); !s.ok()) return s;
+  return damage.segment_index + 1;
+}
+
+// A free name for the part of `path` moved aside: <path>.damaged, or .damaged.1, .2, ...
+absl::StatusOr<std::string> AsideName(FileSystem* fs, const std::string& path) {
+  for (int n = 0; n < 1000; ++n) {
+    std::string candidate = path + ".damaged" + (n == 0 ? std::string() : absl::StrCat(".", n));
+    absl::StatusOr<std::unique_ptr<ReadableFile>> existing = fs->OpenReadable(candidate);
+    if (absl::IsNotFound(existing.status())) return candidate;
+    if (!existing.ok()) return existing.status();
+  }
+  return absl::AlreadyExistsError(absl::StrCat("wal: no free name to move ", path, " aside"));
 }
 
 }  // namespace
@@ -161,61 +361,117 @@ absl::StatusOr<RecoveredLog> RecoverLog(FileSystem* fs, const std::string& dir, 
                                         WalRecordVisitor visitor, WalRecoveryReport* report) {
   *report = WalRecoveryReport{};
   report->after_revision = after_revision;
-  RecoveredLog log;
-  log.next_revision = after_revision + 1;
+  RecoveredLog recovered;
+  recovered.next_revision = after_revision + 1;
 
-  absl::StatusOr<std::vector<Segment>> segments = ListSegments(fs, dir);
-  if (!segments.ok()) return segments.status();
-  if (segments->empty()) return log;
+  absl::StatusOr<LogScan> scanned = ScanLog(fs, dir, after_revision, visitor, report);
+  if (!scanned.ok()) return scanned.status();
+  const LogScan& log = *scanned;
+  if (log.segments.empty()) return recovered;
 
-  size_t start = 0;
-  for (size_t i = 0; i < segments->size(); ++i) {
-    if ((*segments)[i].first_revision <= after_revision + 1) start = i;
-  }
-  const Segment& first = (*segments)[start];
-  if (first.first_revision > after_revision + 1) {
-    return absl::DataLossError(
-        absl::StrCat("wal: the log in ", dir, " starts at revision ", first.first_revision, " (", first.path,
-                     ") but recovery needs", " every revision after ", after_revision, "; revisions ",
-                     after_revision + 1, "..", first.first_revision - 1, " are missing"));
-  }
-
-  int64_t expected = first.first_revision;
-  size_t kept = segments->size();
-  std::vector<SegmentScan> scans;  // scans[i - start] for each segment read
-  for (size_t i = start; i < segments->size(); ++i) {
-    absl::StatusOr<SegmentScan> scan =
-        ScanSegment(fs, (*segments)[i], after_revision, &expected, visitor, report);
-    if (!scan.ok()) return scan.status();
-    ++report->segments_read;
-    scans.push_back(*std::move(scan));
-    if (std::optional<Cut>& cut = scans.back().cut) {
-      cut->segment_index = i;
-      report->corruption = WalCorruption{(*segments)[i].path, cut->offset, cut->reason};
-      absl::StatusOr<size_t> left = Repair(fs, dir, *segments, *cut, scans.back().size, report);
-      if (!left.ok()) return left.status();
-      kept = *left;
-      scans.back().size = cut->offset;
-      break;
-    }
+  size_t kept = log.segments.size();
+  uint64_t last_size = log.scans.back().size;
+  if (log.damage) {
+    if (!log.damage->torn) return DamageError(log, *log.damage, dir);
+    absl::StatusOr<size_t> left = CutTornTail(fs, dir, log, report);
+    if (!left.ok()) return left.status();
+    kept = *left;
+    last_size = log.damage->offset;
   }
 
-  for (size_t i = 0; i < kept; ++i) log.segments.push_back((*segments)[i].first_revision);
-  const int64_t log_end = expected - 1;  // last revision present without a gap
+  for (size_t i = 0; i < kept; ++i) recovered.segments.push_back(log.segments[i].first_revision);
+  const int64_t log_end = log.expected - 1;  // last revision present without a gap
   if (log_end >= after_revision) {
-    log.next_revision = log_end + 1;
+    recovered.next_revision = log_end + 1;
     // The last segment read survived if it is the last one kept; it then ends right before next_revision.
-    if (kept > start) {
-      const SegmentScan& last = scans[kept - 1 - start];
-      log.continue_segment = (*segments)[kept - 1].first_revision;
-      log.continue_segment_bytes = last.size;
-      log.continue_segment_has_records = last.records > 0;
+    if (kept > log.start) {
+      recovered.continue_segment = log.segments[kept - 1].first_revision;
+      recovered.continue_segment_bytes =
+          kept - log.start == log.scans.size() ? last_size : log.scans[kept - 1 - log.start].size;
+      recovered.continue_segment_has_records = log.scans[kept - 1 - log.start].records > 0;
     }
   }
   // Otherwise the log ends before the checkpoint (a machine crash in a mode that acknowledges before
   // fsync, for instance): appending resumes at after_revision + 1 in a new segment, and the old segments,
   // wholly before the checkpoint, wait for RemoveSegmentsUpTo.
-  return log;
+  return recovered;
+}
+
+absl::StatusOr<WalRepairReport> RepairWal(FileSystem* fs, const std::string& dir, int64_t after_revision) {
+  if (fs == nullptr) fs = DefaultFileSystem();
+  WalRepairReport repair;
+  WalRecoveryReport scan_report;
+  scan_report.after_revision = after_revision;
+  absl::StatusOr<LogScan> scanned = ScanLog(
+      fs, dir, after_revision, [](int64_t, std::string_view) { return absl::OkStatus(); }, &scan_report);
+  if (!scanned.ok()) return scanned.status();
+  const LogScan& log = *scanned;
+  repair.last_good_revision = log.expected - 1;
+  if (!log.damage) return repair;
+
+  const Damage& damage = *log.damage;
+  const Segment& segment = log.segments[damage.segment_index];
+  repair.damage = WalCorruption{segment.path, damage.offset, damage.reason};
+  repair.first_lost_revision = damage.revision;
+
+  // The highest revision of a record that passes its CRC in what is moved aside: what is lost, at least.
+  auto note_lost = [&](const std::string& path, uint64_t from) -> absl::Status {
+    absl::StatusOr<std::unique_ptr<ReadableFile>> file = fs->OpenReadable(path);
+    if (!file.ok()) return file.status();
+    absl::StatusOr<uint64_t> size = (*file)->Size();
+    if (!size.ok()) return size.status();
+    absl::StatusOr<std::string> bytes = ReadRange(**file, from, *size);
+    if (!bytes.ok()) return bytes.status();
+    repair.bytes_moved += bytes->size();
+    if (std::optional<FoundRecord> last = FindRecord(*bytes, from, damage.revision,
+                                                     std::numeric_limits<int64_t>::max(), /*highest=*/true)) {
+      repair.last_lost_revision = std::max(repair.last_lost_revision, last->revision);
+    }
+    return absl::OkStatus();
+  };
+  for (size_t i = damage.segment_index; i < log.segments.size(); ++i) {
+    const uint64_t from = i == damage.segment_index ? damage.offset : 0;
+    if (absl::Status s = note_lost(log.segments[i].path, from); !s.ok()) return s;
+  }
+
+  // The damaged segment: copied whole (so the offsets reported hold in the copy), then truncated at the
+  // last good record; or, if its header is the damage, renamed whole.
+  absl::StatusOr<std::string> aside = AsideName(fs, segment.path);
+  if (!aside.ok()) return aside.status();
+  if (damage.offset < kSegmentHeaderBytes) {
+    if (absl::Status s = fs->Rename(segment.path, *aside); !s.ok()) return s;
+  } else {
+    absl::StatusOr<std::unique_ptr<ReadableFile>> in = fs->OpenReadable(segment.path);
+    if (!in.ok()) return in.status();
+    absl::StatusOr<uint64_t> size = (*in)->Size();
+    if (!size.ok()) return size.status();
+    absl::StatusOr<std::unique_ptr<WritableFile>> out = fs->OpenWritable(*aside, OpenMode::kTruncate);
+    if (!out.ok()) return out.status();
+    constexpr uint64_t kChunk = uint64_t{1} << 20;
+    for (uint64_t pos = 0; pos < *size; pos += kChunk) {
+      absl::StatusOr<std::string> bytes = ReadRange(**in, pos, std::min(*size, pos + kChunk));
+      if (!bytes.ok()) return bytes.status();
+      if (absl::Status s = (*out)->Append(*bytes); !s.ok()) return s;
+    }
+    if (absl::Status s = (*out)->Sync(); !s.ok()) return s;
+    if (absl::Status s = (*out)->Close(); !s.ok()) return s;
+    // The copy's name must be durable before the original loses its tail.
+    if (absl::Status s = fs->SyncDirectory(dir); !s.ok()) return s;
+    if (absl::Status s = fs->Truncate(segment.path, damage.offset); !s.ok()) return s;
+    absl::StatusOr<std::unique_ptr<WritableFile>> cut = fs->OpenWritable(segment.path, OpenMode::kAppend);
+    if (!cut.ok()) return cut.status();
+    if (absl::Status s = (*cut)->Sync(); !s.ok()) return s;
+    if (absl::Status s = (*cut)->Close(); !s.ok()) return s;
+  }
+  repair.moved.push_back({segment.path, *aside});
+  for (size_t i = damage.segment_index + 1; i < log.segments.size(); ++i) {
+    absl::StatusOr<std::string> later = AsideName(fs, log.segments[i].path);
+    if (!later.ok()) return later.status();
+    if (absl::Status s = fs->Rename(log.segments[i].path, *later); !s.ok()) return s;
+    repair.moved.push_back({log.segments[i].path, *later});
+  }
+  if (absl::Status s = fs->SyncDirectory(dir); !s.ok()) return s;
+  return repair;
 }
 
 }  // namespace revkv::server

@@ -1,6 +1,6 @@
 // Recovery of the write-ahead log (internal to server/wal): reads the segments in revision order,
-// replays the records after a checkpoint's revision, and repairs the log where a torn or corrupt record
-// ends it, so appending can continue without a gap. Wal::Open runs it before it starts appending.
+// replays the records after a checkpoint's revision, cuts a torn tail of the newest segment, and refuses
+// any other damage. Wal::Open runs it before it starts appending; RepairWal (wal.h) runs the same scan.
 #ifndef REVKV_SERVER_WAL_WAL_RECOVERY_H_
 #define REVKV_SERVER_WAL_WAL_RECOVERY_H_
 
@@ -26,11 +26,13 @@ struct RecoveredLog {
   bool continue_segment_has_records = false;
 };
 
-// Reads the segments in `dir` that can hold records after `after_revision`, calls `visitor` for each
-// record after it, and repairs the log at the first bad record (truncating its segment there, fsync'd,
-// and deleting later segments, then syncing the directory). Fills `report` (except `segment`). Fails with
-// DataLoss if revisions after `after_revision` are missing from the start of the log, FailedPrecondition
-// for an unknown format version, the visitor's error, or the first I/O error. Blocks on disk I/O.
+// Reads the segments in `dir` that can hold records after `after_revision` and calls `visitor` for each
+// record after it. A torn tail of the newest segment is cut (truncated and fsync'd, or the segment
+// removed if its header is torn, then the directory synced) and reported in `report` (all but
+// `segment`). Any other damage fails with DataLoss naming the file, the byte offset and the revision, and
+// changes nothing on disk. Also DataLoss if revisions after `after_revision` are missing from the start of
+// the log; FailedPrecondition for an unknown format version; the visitor's error; the first I/O error.
+// Blocks on disk I/O.
 absl::StatusOr<RecoveredLog> RecoverLog(FileSystem* fs, const std::string& dir, int64_t after_revision,
                                         WalRecordVisitor visitor, WalRecoveryReport* report);
 

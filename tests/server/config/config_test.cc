@@ -446,6 +446,16 @@ TEST(Config, DeployTomlIsValidAndMatchesTheDefaults) {
   EXPECT_EQ(config.data_dir, "/var/lib/revkv");
 }
 
+// --repair-wal is an action on the command line, never a setting a config file could leave on.
+TEST(Config, RepairWalIsACommandLineActionOnly) {
+  EXPECT_FALSE(Parse({}).repair_wal);
+  EXPECT_TRUE(Parse({"--repair-wal", "--data-dir", "/tmp/x"}).repair_wal);
+  const std::string file = WriteFile("repair.toml", "repair_wal = true\n");
+  EXPECT_CONTAINS(Error({"--config", file}), "unknown key 'repair_wal'");
+  EXPECT_CONTAINS(HelpText(), "--repair-wal");
+  EXPECT_CONTAINS(ReadFile(std::string(REVKV_SOURCE_DIR) + "/docs/configuration.md"), "`--repair-wal`");
+}
+
 // docs/configuration.md documents every flag and TOML key.
 TEST(Config, DocumentationCoversEverySetting) {
   const std::string docs = ReadFile(std::string(REVKV_SOURCE_DIR) + "/docs/configuration.md");

@@ -4,7 +4,10 @@
 
 #include <gtest/gtest.h>
 
+#include <stdlib.h>
+
 #include <atomic>
+#include <filesystem>
 #include <optional>
 #include <random>
 #include <thread>
@@ -231,6 +234,62 @@ TEST_F(StoreTest, RequestsOverTheSizeLimitAreTooLargeAndChangeNothing) {
   ASSERT_TRUE(under.ok()) << under.status();
   EXPECT_EQ(under->response.deleted(), 1);
   EXPECT_EQ(store_->Revision(), 3);
+}
+
+TEST_F(StoreTest, AWriteLargerThanTheLogBufferIsTooLargeAndChangesNothing) {
+  // The log buffer bounds a record; a write under --max-request-bytes can still exceed it. The client
+  // gets etcd's "request is too large", and neither the store nor the log changes.
+  store_.reset();
+  char dir_template[] = "/tmp/revkv-store-test-XXXXXX";
+  ASSERT_NE(::mkdtemp(dir_template), nullptr);
+  const std::string dir = dir_template;
+  WalOptions wal_options;
+  wal_options.dir = dir;
+  wal_options.buffer_bytes = 64 * 1024;
+  WalRecoveryReport report;
+  // Revision 1 is the empty store: the log starts at revision 2 (as the engine opens it).
+  auto wal = Wal::Open(wal_options, 1, [](int64_t, std::string_view) { return absl::OkStatus(); }, &report);
+  ASSERT_TRUE(wal.ok()) << wal.status();
+  StoreOptions options;
+  options.max_request_bytes = 1 << 20;
+  auto created = Store::Create(options, wal->get());
+  ASSERT_TRUE(created.ok()) << created.status();
+  store_ = std::move(*created);
+  const std::string too_large = "etcdserver: request is too large";
+
+  etcdserverpb::PutRequest put;
+  put.set_key("k");
+  put.set_value(std::string(100 * 1024, 'v'));
+  auto p = store_->Put(put);
+  EXPECT_EQ(p.status().code(), absl::StatusCode::kInvalidArgument) << p.status();
+  EXPECT_EQ(p.status().message(), too_large);
+
+  etcdserverpb::TxnRequest txn;
+  for (const char* k : {"x", "y"}) {
+    auto* op = txn.add_success()->mutable_request_put();
+    op->set_key(k);
+    op->set_value(std::string(40 * 1024, 'v'));
+  }
+  auto t = store_->Txn(txn);
+  EXPECT_EQ(t.status().code(), absl::StatusCode::kInvalidArgument) << t.status();
+  EXPECT_EQ(t.status().message(), too_large);
+
+  EXPECT_EQ(store_->Revision(), 1);
+  EXPECT_EQ(Get("k").kvs_size(), 0);
+  EXPECT_EQ(Get("x").kvs_size(), 0);
+  EXPECT_EQ((*wal)->appended_lsn(), 0u);
+  EXPECT_FALSE((*wal)->failed());
+
+  // The store and the log go on: a write that fits is logged and becomes durable.
+  put.set_value(std::string(1000, 'v'));
+  auto fits = store_->Put(put);
+  ASSERT_TRUE(fits.ok()) << fits.status();
+  EXPECT_EQ(fits->revision, 2);
+  EXPECT_TRUE(store_->WaitDurable(fits->lsn).ok());
+  EXPECT_EQ((*wal)->appended_lsn(), 1u);
+  store_.reset();
+  EXPECT_TRUE((*wal)->Close().ok());
+  std::filesystem::remove_all(dir);
 }
 
 TEST_F(StoreTest, ARangeAtARevisionInsideAWriteTxnReadsThatRevision) {

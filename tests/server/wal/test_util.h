@@ -2,6 +2,7 @@
 #ifndef REVKV_TESTS_SERVER_WAL_TEST_UTIL_H_
 #define REVKV_TESTS_SERVER_WAL_TEST_UTIL_H_
 
+#include <algorithm>
 #include <cstdint>
 #include <cstdlib>
 #include <filesystem>
@@ -51,6 +52,12 @@ inline uint64_t TestSeed() {
   std::cout << "REVKV_TEST_SEED=" << seed << std::endl;
   ::testing::Test::RecordProperty("seed", std::to_string(seed));
   return seed;
+}
+
+// REVKV_TEST_SCALE (default 1; the sanitizer stages use 0.25): multiplies the rounds of long tests.
+inline double Scale() {
+  const char* s = std::getenv("REVKV_TEST_SCALE");
+  return s != nullptr ? std::max(0.05, std::atof(s)) : 1.0;
 }
 
 inline std::string ReadWholeFile(const std::string& path) {

@@ -110,6 +110,13 @@ TEST(WalRoundTrip, RecordLargerThanTheBufferIsRefused) {
   testing::OpenedWal opened = OpenWal({.dir = dir.path(), .buffer_bytes = 4096});
   absl::StatusOr<WalReservation> r = opened.wal->Reserve(std::string(5000, 'x'));
   EXPECT_EQ(r.status().code(), absl::StatusCode::kInvalidArgument) << r.status();
+  // max_payload_bytes() is the exact bound: one byte more is refused, the bound itself fits the ring.
+  ASSERT_EQ(opened.wal->max_payload_bytes(), 4096u - 16);
+  const std::string largest(opened.wal->max_payload_bytes(), 'y');
+  EXPECT_EQ(opened.wal->Reserve(largest + "y").status().code(), absl::StatusCode::kInvalidArgument);
+  EXPECT_EQ(opened.wal->appended_lsn(), 0u);
+  AppendOne(*opened.wal, 1, largest);
+  EXPECT_TRUE(opened.wal->WaitDurable(1).ok());
 }
 
 // Four threads append through a mutex that stands in for the inevitable section, without waiting for
