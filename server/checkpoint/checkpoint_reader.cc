@@ -117,7 +117,8 @@ absl::StatusOr<CheckpointInfo> ScanCheckpoint(FileSystem* fs, const std::string&
 
 std::string CheckpointLoadResult::ToString() const {
   std::string s = loaded ? absl::StrCat("checkpoint: loaded ", loaded->path, " (revision ", loaded->revision,
-                                        ", ", loaded->entry_count, " entries)")
+                                        ", holding revision ", loaded->base_revision, ", ",
+                                        loaded->entry_count, " entries)")
                          : std::string("checkpoint: none loaded (starting from revision 0)");
   for (const SkippedCheckpoint& skip : skipped) {
     absl::StrAppend(&s, "; skipped ", skip.path, ": ", skip.reason,

@@ -258,7 +258,7 @@ absl::StatusOr<CheckpointStats> Engine::Checkpoint() {
   // After a disk error the store is read-only: nothing more is written to that disk.
   if (wal_->failed()) return wal_->failed_status();
   const auto start = std::chrono::steady_clock::now();
-  const int64_t taken_at = store_->Revision();
+  int64_t taken_at = 0;
   // The checkpoint holds the oldest revision still readable, so that the log after it rebuilds the
   // whole history window at recovery. The window may move on (writers commit, a Compact) between
   // choosing the revision and starting the snapshot read, which then answers "compacted": choose again.
@@ -268,7 +268,8 @@ absl::StatusOr<CheckpointStats> Engine::Checkpoint() {
   absl::Status write_status;
   int64_t base = 0;
   for (int attempt = 0;; ++attempt) {
-    // The compaction first: the revision chosen after it is not older than it.
+    // The newest revision, then the compaction (not after it), then the base (not before the compaction).
+    taken_at = store_->Revision();
     const int64_t compact_revision = store_->CompactRevision();
     base = std::clamp<int64_t>(store_->OldestReadableRevision(), 1, taken_at);
     {

@@ -187,7 +187,7 @@ int64_t Store::WindowStart(int64_t current) {
 }
 
 int64_t Store::OldestReadableRevision() {
-  return std::max({compact_revision_.load(std::memory_order_acquire), load_floor_, WindowStart(Revision())});
+  return std::max({compact_revision_.load(std::memory_order_acquire), LoadFloor(), WindowStart(Revision())});
 }
 
 void Store::UpdateRetention() {
@@ -206,7 +206,7 @@ void Store::UpdateRetention() {
   // trails the newest revision by the records not yet durable, one group commit's worth.
   if (wal_ != nullptr) keep_from = std::min(keep_from, wal_->durable_revision());
   // Nothing before a loaded checkpoint's revision exists as a revision (those are loading states).
-  keep_from = std::max(keep_from, load_floor_);
+  keep_from = std::max(keep_from, LoadFloor());
   runtime::stm::SetRetainedTime(TimeOf(std::max<int64_t>(1, keep_from)));
 }
 
@@ -217,7 +217,7 @@ absl::StatusOr<etcdserverpb::RangeResponse> Store::Range(const etcdserverpb::Ran
   const int64_t current = cap > 0 ? std::min(committed, cap) : committed;
   const int64_t rev = request.revision();
   if (rev > current) return errors::FutureRevision();
-  if (rev > 0 && (rev < CompactRevision() || rev < load_floor_)) return errors::Compacted();
+  if (rev > 0 && (rev < CompactRevision() || rev < LoadFloor())) return errors::Compacted();
   // Once the log has failed, "the newest state" is the state at the cap.
   const int64_t at = rev > 0 ? rev : (cap > 0 ? current : 0);
   etcdserverpb::RangeResponse out;
@@ -423,7 +423,7 @@ absl::Status Store::ForEachAt(int64_t revision, const std::function<void(const S
                               int64_t* snapshot_revision) {
   const int64_t current = Revision();
   if (revision > current) return errors::FutureRevision();
-  if (revision > 0 && (revision < CompactRevision() || revision < load_floor_)) return errors::Compacted();
+  if (revision > 0 && (revision < CompactRevision() || revision < LoadFloor())) return errors::Compacted();
   if (revision <= 0 && ReadCap() > 0) revision = current;  // the newest state readers see
   const RevisionClock clock{time_base_};
   absl::Status s = runtime::stm::ReadOnlyAt(revision > 0 ? TimeOf(revision) : 0, [&](SnapshotTx& tx) {
@@ -503,7 +503,8 @@ absl::Status Store::FinishLoad(int64_t revision, int64_t compact_revision) {
   time_base_ = target - 2 * static_cast<uint64_t>(revision - 1);
   // The states between the loading transactions are not revisions anyone wrote: nothing older than
   // the checkpoint is readable. The compaction is restored as it was (etcd: -1 while none was made).
-  load_floor_ = revision;
+  // Relaxed: written before the store is handed to other threads (LoadFloor).
+  load_floor_.store(revision, std::memory_order_relaxed);
   compact_revision_.store(compact_revision > 0 ? compact_revision : -1, std::memory_order_release);
   UpdateRetention();
   return absl::OkStatus();

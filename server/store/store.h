@@ -157,6 +157,9 @@ class Store {
   int64_t WindowStart(int64_t current);
   void UpdateRetention();
   runtime::stm::Ref<store::StoreRoot> RootRef() const;
+  // Relaxed: FinishLoad writes it during recovery, before the store is handed to other threads (which
+  // orders it before their reads); it never changes afterwards.
+  int64_t LoadFloor() const { return load_floor_.load(std::memory_order_relaxed); }
 
   const StoreOptions options_;
   Wal* wal_;
@@ -170,7 +173,7 @@ class Store {
   // Recovery state, owned by the recovering thread before any request: the oldest readable revision
   // after a load (the states before it are not revisions anyone wrote), the last key loaded (keys must
   // ascend) and the entries loaded. load_floor_ is read-only afterwards, like time_base_.
-  int64_t load_floor_ = std::numeric_limits<int64_t>::min();  // nothing loaded: no floor
+  std::atomic<int64_t> load_floor_{std::numeric_limits<int64_t>::min()};  // nothing loaded: no floor
   std::string load_last_key_;
   uint64_t load_count_ = 0;
   std::function<absl::Status(int64_t)> compaction_log_;  // set before any request, then read-only
