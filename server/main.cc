@@ -47,6 +47,7 @@ EngineOptions EngineOptionsFrom(const ServerConfig& c) {
   o.store.max_request_bytes = c.max_request_bytes;
   o.store.history_revisions = static_cast<int64_t>(c.history_revisions);
   o.store.history_duration = std::chrono::milliseconds(absl::ToInt64Milliseconds(c.history_duration));
+  o.store.measure_reads_before_durable = c.measure_reads_before_durable;
   o.checkpoint_interval = static_cast<int64_t>(c.checkpoint_interval);
   o.checkpoint_keep = c.checkpoint_keep;
   return o;

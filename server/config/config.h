@@ -79,6 +79,10 @@ struct ServerConfig {
   uint64_t max_request_bytes = 1572864;  // largest gRPC request (etcd's default, 1.5 MiB)
   int max_txn_ops = 128;                 // operations in one Txn (etcd's default)
 
+  // Measurement only: reads show commits whose log records are not durable yet (unsafe; see
+  // StoreOptions::measure_reads_before_durable).
+  bool measure_reads_before_durable = false;
+
   TlsConfig tls;
 
   // Logging

@@ -235,6 +235,12 @@ std::vector<Setting> BuildSettings() {
   s.push_back(CountSetting("max-txn-ops", "Limits",
                            "Most operations in one Txn (1 to 1000000; etcd's default)",
                            &ServerConfig::max_txn_ops, 1, 1000000));
+  s.push_back(EnumSetting<bool>(
+      "measure-reads-before-durable", "Measurement", "on|off",
+      "FOR MEASUREMENT ONLY, never in production. on: reads answer from the newest commit before its log "
+      "record is durable, so a crash can take back what a client saw; it exists to measure what serving "
+      "reads at the durable revision costs",
+      &ServerConfig::measure_reads_before_durable, {{"on", true}, {"off", false}}));
 
   s.push_back(TlsFileSetting("cert-file", "Server certificate chain (PEM); turns TLS on; needs --key-file",
                              &TlsConfig::cert_file));

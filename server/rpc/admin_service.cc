@@ -104,7 +104,7 @@ void FillStats(ServerState* state, uint32_t recent_events, ::revkv::v1::GetStats
 
   Engine* engine = state->engine;
   auto* st = out->mutable_store();
-  st->set_revision(engine->store().Revision());
+  st->set_revision(engine->store().VisibleRevision());
   st->set_compact_revision(engine->store().CompactRevision());
   st->set_keys(static_cast<uint64_t>(engine->store().KeyCount()));
   const WalStats wal = engine->wal().stats();

@@ -13,7 +13,8 @@ namespace {
 
 using etcdserverpb::KV;
 
-// Finishes a write: at once if it logged nothing, else when its record is durable (on the flusher).
+// Finishes a write: when its record is durable (on the flusher); a write that changed nothing, when
+// the state it read is durable; at once if there is nothing to wait for.
 template <class Call, class Response>
 void FinishWrite(Call* call, ServerState* state, absl::StatusOr<WriteResult<Response>> result) {
   if (!result.ok()) {
@@ -21,11 +22,12 @@ void FinishWrite(Call* call, ServerState* state, absl::StatusOr<WriteResult<Resp
     return;
   }
   state->FillHeader(result->response.mutable_header());
-  if (result->lsn == 0) {
+  if (result->wait_lsn == 0) {
     call->Finish(result->response, grpc::Status::OK);
     return;
   }
-  state->engine->wal().OnDurable(result->lsn, [call, response = std::move(result->response)](absl::Status s) {
+  const WalLsn wait_lsn = result->wait_lsn;
+  state->engine->wal().OnDurable(wait_lsn, [call, response = std::move(result->response)](absl::Status s) {
     if (s.ok()) {
       call->Finish(response, grpc::Status::OK);
     } else {
@@ -79,15 +81,15 @@ void PostEtcdCalls(EtcdServices* services, grpc::ServerCompletionQueue* cq, Serv
         StatusResponse r;
         Store& store = state->engine->store();
         state->FillHeader(r.mutable_header());
-        r.mutable_header()->set_revision(store.Revision());
+        r.mutable_header()->set_revision(store.VisibleRevision());
         r.set_version(std::string(kServerVersion));
         const runtime::HeapUsage heap = runtime::GetHeapUsage();
         r.set_dbsize(static_cast<int64_t>(heap.committed_bytes));
         r.set_dbsizeinuse(static_cast<int64_t>(heap.old_bytes + heap.large_bytes));
         r.set_leader(state->config->member_id);
-        r.set_raftindex(static_cast<uint64_t>(store.Revision()));
+        r.set_raftindex(static_cast<uint64_t>(store.VisibleRevision()));
         r.set_raftterm(1);
-        r.set_raftappliedindex(static_cast<uint64_t>(store.Revision()));
+        r.set_raftappliedindex(static_cast<uint64_t>(store.VisibleRevision()));
         if (absl::Status w = state->engine->write_status(); !w.ok()) r.add_errors(std::string(w.message()));
         call->Finish(r, grpc::Status::OK);
       });
@@ -97,7 +99,7 @@ void PostEtcdCalls(EtcdServices* services, grpc::ServerCompletionQueue* cq, Serv
         // and as CORRUPT otherwise; activating or deactivating alarms by hand is not supported.
         AlarmResponse r;
         state->FillHeader(r.mutable_header());
-        r.mutable_header()->set_revision(state->engine->store().Revision());
+        r.mutable_header()->set_revision(state->engine->store().VisibleRevision());
         if (absl::Status w = state->engine->write_status(); !w.ok()) {
           AlarmMember* m = r.add_alarms();
           m->set_memberid(state->config->member_id);
@@ -111,7 +113,7 @@ void PostEtcdCalls(EtcdServices* services, grpc::ServerCompletionQueue* cq, Serv
       cluster, &ClusterService::RequestMemberList, cq, state, "MemberList", [state](auto* call) {
         MemberListResponse r;
         state->FillHeader(r.mutable_header());
-        r.mutable_header()->set_revision(state->engine->store().Revision());
+        r.mutable_header()->set_revision(state->engine->store().VisibleRevision());
         Member* m = r.add_members();
         m->set_id(state->config->member_id);
         m->set_name(state->config->name);

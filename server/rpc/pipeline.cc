@@ -83,7 +83,10 @@ class PipelineCall final {
     Slot* slot = &pending_.back();  // a deque: stays valid while slots are added or popped before it
     lock.unlock();
     const auto start = std::chrono::steady_clock::now();
-    absl::StatusOr<WriteResult<etcdserverpb::TxnResponse>> result = state_->engine->store().Txn(request_);
+    // kNewest: a read sees every earlier request of the stream, durable or not; its answer waits for the
+    // log like a write's (and goes out after the earlier answers anyway).
+    absl::StatusOr<WriteResult<etcdserverpb::TxnResponse>> result =
+        state_->engine->store().Txn(request_, TxnReads::kNewest);
     state_->ForMethod("Pipeline").Record(start, result.ok());
     lock.lock();
     if (!result.ok()) {
@@ -95,12 +98,12 @@ class PipelineCall final {
     } else {
       state_->FillHeader(result->response.mutable_header());
       slot->response = std::move(result->response);
-      if (result->lsn == 0) {
+      if (result->wait_lsn == 0) {
         slot->ready = true;
       } else {
         ++refs_;
         lock.unlock();
-        state_->engine->wal().OnDurable(result->lsn, [this, slot](absl::Status s) {
+        state_->engine->wal().OnDurable(result->wait_lsn, [this, slot](absl::Status s) {
           std::unique_lock<std::mutex> l(mu_);
           if (!s.ok()) slot->status = WriteFailure(s);
           slot->ready = true;

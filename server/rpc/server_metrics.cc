@@ -89,7 +89,8 @@ void CollectRuntime(MetricWriter& w) {
 void CollectStore(ServerState* state, MetricWriter& w) {
   Engine* engine = state->engine;
   Store& store = engine->store();
-  w.WriteGauge("revkv_store_revision", "The store's newest revision.", static_cast<double>(store.Revision()));
+  w.WriteGauge("revkv_store_revision", "The store's newest revision clients see (the log's durable one).",
+               static_cast<double>(store.VisibleRevision()));
   w.WriteGauge("revkv_store_compact_revision", "The oldest revision a read may still ask for.",
                static_cast<double>(store.CompactRevision()));
   w.WriteGauge("revkv_store_keys", "Keys in the store.", static_cast<double>(store.KeyCount()));

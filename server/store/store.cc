@@ -159,15 +159,32 @@ int64_t Store::CommittedRevision() const {
 }
 
 int64_t Store::ReadCap() const {
+  if (wal_ == nullptr) return 0;  // nothing is logged (tests, recovery before AttachWal): all is final
+  if (options_.measure_reads_before_durable && !wal_->failed()) return 0;  // measurement only: unsafe
+  // Acquire: pairs with the flusher's release store, made after the write(2) (and, with fsync always,
+  // the fdatasync) that covers the record; every revision up to it survives a crash. Callers load the
+  // committed revision too and read at the smaller of the two, so a record that became durable a
+  // moment before its commit was published is not read before it exists. Revision 1 (the empty store)
+  // has no record and is always final. Once the log has failed the durable revision never moves again.
+  return std::max<int64_t>(1, wal_->durable_revision());
+}
+
+int64_t Store::FailureCap() const {
   // failed() is a seq_cst load, and the durable revision never moves once the log has failed (the
   // flusher advances it only before it fails), so this reads its final value.
   if (wal_ == nullptr || !wal_->failed()) return 0;
   return wal_->durable_revision();
 }
 
-int64_t Store::Revision() const {
+int64_t Store::VisibleRevision() const {
   const int64_t committed = CommittedRevision();
   const int64_t cap = ReadCap();
+  return cap > 0 ? std::min(committed, cap) : committed;
+}
+
+int64_t Store::Revision() const {
+  const int64_t committed = CommittedRevision();
+  const int64_t cap = FailureCap();
   return cap > 0 ? std::min(committed, cap) : committed;
 }
 
@@ -211,14 +228,29 @@ void Store::UpdateRetention() {
 }
 
 absl::StatusOr<etcdserverpb::RangeResponse> Store::Range(const etcdserverpb::RangeRequest& request) {
+  return RangeAt(request, /*capped=*/true);
+}
+
+WalLsn Store::LsnToWaitFor(int64_t read_revision) const {
+  const int64_t cap = ReadCap();
+  if (cap == 0 || read_revision <= cap) return 0;
+  // Every revision up to read_revision was appended to the log inside its commit, before its commit
+  // time was published; the read acquired that time, so the appended LSN loaded now (relaxed is
+  // enough: it is ordered after the Append by that acquire) covers read_revision's record. It may
+  // cover a few later records too: the answer then waits for them as well.
+  return wal_->appended_lsn();
+}
+
+absl::StatusOr<etcdserverpb::RangeResponse> Store::RangeAt(const etcdserverpb::RangeRequest& request,
+                                                           bool capped) {
   if (absl::Status s = store::CheckRangeRequest(request); !s.ok()) return s;
   const int64_t committed = CommittedRevision();
-  const int64_t cap = ReadCap();
+  const int64_t cap = capped ? ReadCap() : 0;
   const int64_t current = cap > 0 ? std::min(committed, cap) : committed;
   const int64_t rev = request.revision();
   if (rev > current) return errors::FutureRevision();
   if (rev > 0 && (rev < CompactRevision() || rev < LoadFloor())) return errors::Compacted();
-  // Once the log has failed, "the newest state" is the state at the cap.
+  // "The newest state" is the state at the durable revision (the cap), not the newest commit.
   const int64_t at = rev > 0 ? rev : (cap > 0 ? current : 0);
   etcdserverpb::RangeResponse out;
   const RevisionClock clock{time_base_};
@@ -283,6 +315,9 @@ absl::StatusOr<WriteResult<Response>> Store::Write(const Request& request, char 
   if (lsn != 0) wal_->Notify();
   const uint64_t serialized_at = runtime::stm::ThisThreadLastCommitTime();
   const int64_t read_revision = static_cast<int64_t>((serialized_at - time_base_) / 2) + 1;
+  // A write that changed nothing read the newest state, which may hold commits whose records are not
+  // durable yet: its answer waits for them, like a write's for its own record.
+  const WalLsn wait_lsn = changed || replaying ? lsn : LsnToWaitFor(read_revision);
   if (replaying && committed_revision != replay_revision) {
     return absl::DataLossError(
         absl::StrCat("replaying revision ", replay_revision, " produced revision ", committed_revision));
@@ -292,6 +327,7 @@ absl::StatusOr<WriteResult<Response>> Store::Write(const Request& request, char 
   store::PatchRevisions(&response, committed_revision, read_revision);
   result.response = std::move(response);
   result.lsn = lsn;
+  result.wait_lsn = wait_lsn;
   if (changed) UpdateRetention();
   return result;
 }
@@ -311,19 +347,24 @@ absl::StatusOr<WriteResult<etcdserverpb::DeleteRangeResponse>> Store::DeleteRang
                                                                                     kRecordDeleteRange, 0);
 }
 
-absl::StatusOr<WriteResult<etcdserverpb::TxnResponse>> Store::Txn(const etcdserverpb::TxnRequest& request) {
+absl::StatusOr<WriteResult<etcdserverpb::TxnResponse>> Store::Txn(const etcdserverpb::TxnRequest& request,
+                                                                  TxnReads reads) {
   if (absl::Status s = store::CheckTxnRequest(request, options_.max_txn_ops); !s.ok()) return s;
   if (request.ByteSizeLong() > options_.max_request_bytes) return errors::RequestTooLarge();
+  const bool read_only = store::IsTxnReadOnly(request);
+  // Once the log has failed the newest commits will never be durable: every read is at the cap then.
+  const bool newest = !read_only || (reads == TxnReads::kNewest && wal_ != nullptr && !wal_->failed());
+  // A Txn whose answer waits for the log (a write, or kNewest) may read past revisions up to the newest.
   store::PastRanges past;
-  ReadPastRanges(request, &past);
-  if (!store::IsTxnReadOnly(request)) {
+  ReadPastRanges(request, /*capped=*/!newest, &past);
+  if (!read_only) {
     return Write<etcdserverpb::TxnRequest, etcdserverpb::TxnResponse>(request, kRecordTxn, 0, &past);
   }
-  // A Txn that cannot write is a snapshot read: it never aborts and never waits. Once the log has
-  // failed it reads the state at the cap, as Range does.
+  // A Txn that cannot write is a snapshot read: it never aborts and never waits. It reads the state
+  // at the durable revision (the cap), as Range does, or the newest one (kNewest; the answer waits).
   WriteResult<etcdserverpb::TxnResponse> result;
   const RevisionClock clock{time_base_};
-  const int64_t cap = ReadCap();
+  const int64_t cap = newest ? 0 : ReadCap();
   const uint64_t read_time = cap > 0 ? TimeOf(std::min(CommittedRevision(), cap)) : 0;
   absl::Status failure;
   absl::Status s = runtime::stm::ReadOnlyAt(read_time, [&](SnapshotTx& tx) {
@@ -343,14 +384,15 @@ absl::StatusOr<WriteResult<etcdserverpb::TxnResponse>> Store::Txn(const etcdserv
   if (!failure.ok()) return failure;
   result.response.mutable_header()->set_revision(result.revision);
   store::PatchRevisions(&result.response, result.revision, result.revision);
+  if (newest) result.wait_lsn = LsnToWaitFor(result.revision);
   return result;
 }
 
-void Store::ReadPastRanges(const etcdserverpb::TxnRequest& request, store::PastRanges* past) {
+void Store::ReadPastRanges(const etcdserverpb::TxnRequest& request, bool capped, store::PastRanges* past) {
   for (const auto* ops : {&request.success(), &request.failure()}) {
     for (const etcdserverpb::RequestOp& op : *ops) {
       if (op.request_case() == etcdserverpb::RequestOp::kRequestTxn) {
-        ReadPastRanges(op.request_txn(), past);
+        ReadPastRanges(op.request_txn(), capped, past);
         continue;
       }
       if (op.request_case() != etcdserverpb::RequestOp::kRequestRange) continue;
@@ -360,7 +402,7 @@ void Store::ReadPastRanges(const etcdserverpb::TxnRequest& request, store::PastR
       if (r.revision() > 0) {
         // Exactly a Range at that revision: "future" past the current revision (etcd's checkRange,
         // rv.Rev()), "compacted" before the oldest readable one (rv.FirstRev()).
-        absl::StatusOr<etcdserverpb::RangeResponse> read = Range(r);
+        absl::StatusOr<etcdserverpb::RangeResponse> read = RangeAt(r, capped);
         if (read.ok()) {
           item.response = *std::move(read);
         } else {
@@ -383,7 +425,7 @@ absl::StatusOr<etcdserverpb::CompactionResponse> Store::Compact(
     runtime::SafeRegion waiting;
     lock.lock();
   }
-  const int64_t current = Revision();
+  const int64_t current = VisibleRevision();  // a client can name only a revision it may have seen
   const int64_t rev = request.revision();
   if (rev > current) return errors::FutureRevision();
   // Only Compact writes compact_revision_ after recovery, and it holds compact_mu_: a relaxed load
@@ -424,7 +466,7 @@ absl::Status Store::ForEachAt(int64_t revision, const std::function<void(const S
   const int64_t current = Revision();
   if (revision > current) return errors::FutureRevision();
   if (revision > 0 && (revision < CompactRevision() || revision < LoadFloor())) return errors::Compacted();
-  if (revision <= 0 && ReadCap() > 0) revision = current;  // the newest state readers see
+  if (revision <= 0 && FailureCap() > 0) revision = current;  // the last durable state
   const RevisionClock clock{time_base_};
   absl::Status s = runtime::stm::ReadOnlyAt(revision > 0 ? TimeOf(revision) : 0, [&](SnapshotTx& tx) {
     if (snapshot_revision != nullptr)

@@ -57,15 +57,33 @@ struct StoreOptions {
   size_t max_request_bytes = 1572864;
   int64_t history_revisions = 10000;              // 0: this window is off
   std::chrono::milliseconds history_duration{0};  // 0: this window is off
+  // FOR MEASUREMENT ONLY (the cost of serving reads at the durable revision): reads show commits
+  // whose log records are not durable yet, which a crash can take back. Never set it in production.
+  bool measure_reads_before_durable = false;
 };
 
-// A committed write: its response, and the log record to wait for before acknowledging (0 if the
-// request wrote nothing, e.g. a Txn whose taken branch only reads, or if the store has no log).
+// A committed write: its response, its log record, and the record to wait for before answering.
 template <class Response>
 struct WriteResult {
   Response response;
+  // The write's own record; 0 if the request wrote nothing (e.g. a Txn whose taken branch only reads)
+  // or the store has no log.
   uint64_t lsn = 0;
+  // The record to wait for before answering: `lsn` for a write. For an answer read from a state that
+  // is not durable yet (a write that changed nothing, a TxnReads::kNewest read), the record that makes
+  // it durable. 0: answer at once.
+  uint64_t wait_lsn = 0;
   int64_t revision = 0;  // the revision the response reflects
+};
+
+// Which state a read-only Txn reads. Either way no answer shows a commit before its record is durable.
+enum class TxnReads {
+  // The state at the log's durable revision: the answer can go out at once (WriteResult::wait_lsn 0).
+  kDurable,
+  // The newest committed state, so that it sees every write that committed before it, durable or not
+  // (a Pipeline stream reads its own earlier writes). WriteResult::wait_lsn names the record to wait
+  // for before answering, as for a write; 0 if that state is durable already.
+  kNewest,
 };
 
 // One key-value as stored, for checkpoints.
@@ -90,7 +108,8 @@ class Store {
   absl::StatusOr<WriteResult<etcdserverpb::PutResponse>> Put(const etcdserverpb::PutRequest& request);
   absl::StatusOr<WriteResult<etcdserverpb::DeleteRangeResponse>> DeleteRange(
       const etcdserverpb::DeleteRangeRequest& request);
-  absl::StatusOr<WriteResult<etcdserverpb::TxnResponse>> Txn(const etcdserverpb::TxnRequest& request);
+  absl::StatusOr<WriteResult<etcdserverpb::TxnResponse>> Txn(const etcdserverpb::TxnRequest& request,
+                                                             TxnReads reads = TxnReads::kDurable);
   absl::StatusOr<etcdserverpb::CompactionResponse> Compact(const etcdserverpb::CompactionRequest& request);
 
   // Blocks (in a safe region) until the write's log record is durable: OK, or the error a client gets
@@ -99,9 +118,12 @@ class Store {
   absl::Status WaitDurable(uint64_t lsn);
 
   // ----- state -----
-  // The newest revision readers see: the newest committed one; once the log has failed, the last
-  // durable one (later commits will not survive a restart, so reads do not show them; see
-  // docs/durability.md).
+  // The newest revision clients may see (every response header): the log's durable revision. Commits
+  // after it have no durable record yet, so a crash could take them back (docs/store.md). The newest
+  // committed one if the store has no log.
+  int64_t VisibleRevision() const;
+  // The newest committed revision (checkpoints, recovery); once the log has failed, the last durable
+  // one (later commits will not survive a restart). Not for response headers: see VisibleRevision.
   int64_t Revision() const;
   // The revision compacted to (reads of older ones fail); 0 while nothing has been compacted.
   int64_t CompactRevision() const {
@@ -148,11 +170,20 @@ class Store {
   template <class Request, class Response>
   absl::StatusOr<WriteResult<Response>> Write(const Request& request, char kind, int64_t replay_revision,
                                               const store::PastRanges* past_ranges = nullptr);
-  // Reads the Ranges of `request` that name a revision, each at its revision (store/apply.h).
-  void ReadPastRanges(const etcdserverpb::TxnRequest& request, store::PastRanges* past);
-  // The newest committed revision, and the revision reads are capped at (0: none, the log works).
+  // Range at the durable revision (`capped`), or at the newest committed one (for a Txn whose answer
+  // waits for the log anyway).
+  absl::StatusOr<etcdserverpb::RangeResponse> RangeAt(const etcdserverpb::RangeRequest& request, bool capped);
+  // Reads the Ranges of `request` that name a revision, each at its revision (store/apply.h); a
+  // revision after the durable one is "future" if `capped`.
+  void ReadPastRanges(const etcdserverpb::TxnRequest& request, bool capped, store::PastRanges* past);
+  // The record to wait for before answering from the state at `read_revision`: 0 if it is durable.
+  WalLsn LsnToWaitFor(int64_t read_revision) const;
+  // The newest committed revision; the revision client reads are capped at: the log's durable
+  // revision (0: no cap, the store has no log); and the cap of Revision(): the durable revision once
+  // the log has failed (0 while it works).
   int64_t CommittedRevision() const;
   int64_t ReadCap() const;
+  int64_t FailureCap() const;
   // The oldest revision either history window keeps (before the compaction is applied).
   int64_t WindowStart(int64_t current);
   void UpdateRetention();
