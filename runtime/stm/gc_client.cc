@@ -63,8 +63,10 @@ class StmCollectorClient final : public CollectorClient {
     // AcquireLocks takes the heads in address order, and evacuation does not preserve it: a commit
     // that waits in a safe region after sorting (BecomeInevitable, GetGlobalCurTimeInCommit) would
     // otherwise lock out of order and could deadlock with another committer.
+#ifndef REVKV_MUTATION_NO_LOCK_ORDER  // mutation switch: see commit.cc
     std::sort(d->gcroots.begin(), d->gcroots.end(),
               [](const GcRoot& a, const GcRoot& b) { return a.r < b.r; });
+#endif
     for (auto& [root, object] : d->publish_at_commit) object = relocator.Relocate(object);
     for (Object*& o : d->new_versioned) o = relocator.Relocate(o);
   }
