@@ -1002,6 +1002,95 @@ TEST_F(StmTest, ConcurrentCompressorsKeepChainsAcyclicAndMovingForward) {
   EXPECT_EQ(static_cast<Account*>(o)->balance, static_cast<int64_t>(commits));
 }
 
+// A major collection that finds a writing transaction's read set holding a superseded revision dooms
+// it: its next barrier aborts with kDoomedByGc (it would fail validation at commit anyway).
+TEST_F(StmTest, AMajorCollectionDoomsAWriterWhoseReadSetIsOutdated) {
+  MakeAccounts(3, 0);
+  std::atomic<int> phase{0};
+  std::thread other([&] {
+    ThreadRegistration r("other");
+    while (phase.load() != 1) std::this_thread::yield();
+    ASSERT_TRUE(stm::Atomically([&](Tx& tx) {
+                  tx.Write(Ref<Account>(tx.Read(table())->at(0)))->balance = 10;
+                }).ok());
+    phase.store(2);
+  });
+  const uint64_t doomed_before =
+      stm::GetStmStatistics().aborts[static_cast<int>(stm::AbortCause::kDoomedByGc)];
+  int attempts = 0;
+  ASSERT_TRUE(stm::Atomically([&](Tx& tx) {
+                ++attempts;
+                auto tbl = tx.Read(table());
+                const int64_t seen = tx.Read(Ref<Account>(tbl->at(0)))->balance;  // read set
+                tx.Write(Ref<Account>(tbl->at(1)))->balance = seen;              // a writer
+                if (attempts == 1) {
+                  phase.store(1);
+                  while (phase.load() != 2) std::this_thread::yield();
+                  CollectMajor();
+                }
+                tx.Read(Ref<Account>(tbl->at(2)));  // the next barrier sees the doom
+              }).ok());
+  Join(other);
+  EXPECT_EQ(attempts, 2);
+  EXPECT_EQ(stm::GetStmStatistics().aborts[static_cast<int>(stm::AbortCause::kDoomedByGc)], doomed_before + 1);
+}
+
+// Tx::Fail in an inevitable transaction ends it cleanly: nothing is published, the time is unchanged,
+// and the inevitable marker and mutex are released (the next inevitable transaction commits).
+TEST_F(StmTest, FailInAnInevitableTransactionReleasesInevitabilityAndPublishesNothing) {
+  MakeAccounts(1, 0);
+  const uint64_t time_before = stm::LastCommittedTime();
+  absl::Status s = stm::Atomically([&](Tx& tx) {
+    tx.Write(Ref<Account>(tx.Read(table())->at(0)))->balance = 1;
+    tx.BecomeInevitable();
+    ASSERT_TRUE(tx.inevitable());
+    tx.Fail(absl::AbortedError("given up"));
+  });
+  EXPECT_TRUE(absl::IsAborted(s));
+  EXPECT_EQ(stm::LastCommittedTime(), time_before);
+  std::thread next([&] {
+    ThreadRegistration r("next");
+    ASSERT_TRUE(stm::Atomically([&](Tx& tx) {
+                  tx.BecomeInevitable();
+                  tx.Write(Ref<Account>(tx.Read(table())->at(0)))->balance += 2;
+                }).ok());
+  });
+  Join(next);
+  absl::StatusOr<int64_t> v = stm::ReadOnly([&](SnapshotTx& tx) {
+    return tx.Read(Ref<Account>(tx.Read(table())->at(0)))->balance;
+  });
+  ASSERT_TRUE(v.ok());
+  EXPECT_EQ(*v, 2) << "the failed transaction's write must not be published";
+  EXPECT_EQ(stm::LastCommittedTime(), time_before + 2);
+}
+
+// A commit action runs once, at commit, with the commit time of the transaction, before the new
+// revisions are published; it is not run for an attempt that aborts.
+TEST_F(StmTest, ACommitActionRunsOnceWithTheCommitTime) {
+  MakeAccounts(1, 0);
+  int attempts = 0;
+  int calls = 0;
+  uint64_t action_time = 0;
+  int64_t visible_in_action = -1;
+  Account* original = static_cast<Account*>(HeadOf(table().unsafe_raw()->at(0).Load()));
+  ASSERT_TRUE(stm::Atomically([&](Tx& tx) {
+                tx.Write(Ref<Account>(tx.Read(table())->at(0)))->balance = 5;
+                tx.SetCommitAction([&](uint64_t t) {
+                  ++calls;
+                  action_time = t;
+                  // Not yet published: the old head is still the head.
+                  visible_in_action = IsRevisionPointerForTest(original->h_revision.load()) ? 1 : 0;
+                });
+                if (++attempts == 1) tx.Retry();  // an aborted attempt's action never runs
+              }).ok());
+  EXPECT_EQ(attempts, 2);
+  EXPECT_EQ(calls, 1);
+  EXPECT_EQ(action_time, stm::ThisThreadLastCommitTime());
+  EXPECT_EQ(action_time + 1, stm::LastCommittedTime());
+  EXPECT_EQ(visible_in_action, 0);
+  EXPECT_TRUE(IsRevisionPointerForTest(original->h_revision.load()));
+}
+
 TEST_F(StmTest, ATransactionCommitsCorrectlyAfterACollectionInItsBody) {
   MakeAccounts(64, 1);
   ASSERT_TRUE(stm::Atomically([&](Tx& tx) {
