@@ -50,7 +50,9 @@ class StmCollectorClient final : public CollectorClient {
       r = relocator.Relocate(r);
       if (writes && kind == CollectionKind::kMajor &&
           IsRevisionPointer(r->h_revision.load(std::memory_order_relaxed))) {
+#ifndef REVKV_MUTATION_NO_DOOM  // mutation switch: see commit.cc
         d->doomed = true;
+#endif
       }
     }
     // Every cached object is also in the read list (AddInReadSet puts it in both), and relocation maps
