@@ -12,6 +12,11 @@
 // collection therefore never sees a locked header, and a thread spinning on our lock waits for a
 // thread that is running. The one wait in between (another transaction is inevitable) first cancels
 // the locks and then blocks inside a safe region.
+//
+// Mutation switches (off in every real build; tests/runtime must fail with each, docs/runtime-stm.md
+// section 14): REVKV_MUTATION_NO_READ_VALIDATION, REVKV_MUTATION_NO_WRITE_SET_VALIDATION,
+// REVKV_MUTATION_NO_LOCK_ORDER (here and in gc_client.cc); REVKV_MUTATION_NO_DOOM is in gc_client.cc,
+// REVKV_MUTATION_BLIND_COMPRESSION in barriers.cc.
 #include <algorithm>
 #include <cstdio>
 #include <cstdlib>
@@ -52,10 +57,14 @@ void CancelLocks(TxDescriptor* d) {
 // seed 000 AcquireLocks: in address order (gcroots is sorted), by CAS; spins on another committer's
 // lock without polling (that committer is running and will finish).
 void AcquireLocks(TxDescriptor* d) {
+#ifndef REVKV_MUTATION_NO_LOCK_ORDER
   Object* previous = nullptr;
+#endif
   for (GcRoot& g : d->gcroots) {
+#ifndef REVKV_MUTATION_NO_LOCK_ORDER
     Check(previous < g.r, "AcquireLocks: gcroots out of address order");
     previous = g.r;
+#endif
     int spins = 0;
     for (;;) {
       uintptr_t v = g.r->h_revision.load(std::memory_order_acquire);
@@ -105,6 +114,9 @@ uint64_t GetGlobalCurTimeInCommit(TxDescriptor* d) {
 // True if every write-set head is still the newest revision and not locked by another thread. The
 // write set is gcroots once the commit has built it, else the written entries of global_to_local.
 bool ValidateWriteSet(TxDescriptor* d) {
+#ifdef REVKV_MUTATION_NO_WRITE_SET_VALIDATION
+  return true;
+#endif
   auto head_ok = [d](Object* r) {
     const uintptr_t v = r->h_revision.load(std::memory_order_acquire);
     return !IsRevisionPointer(v) && (!IsLockValue(v) || v == d->my_lock);
@@ -201,6 +213,7 @@ void EndAttempt(TxDescriptor* d, bool committed) {
 void ValidateDuringTransaction(TxDescriptor* d) {
   Check(!d->is_inevitable, "an inevitable transaction never needs to move its start time");
   d->start_time = LastCommittedTime();
+#ifndef REVKV_MUTATION_NO_READ_VALIDATION
   for (size_t i = 0; i < d->list_of_read_objects.size(); ++i) {
     int spins = 0;
     for (;;) {
@@ -218,8 +231,10 @@ void ValidateDuringTransaction(TxDescriptor* d) {
       break;
     }
   }
+#endif
   // The write set too: a blind write does not read its object, but once the start time moves past a
   // newer revision of it, reads of that object would find the newer revision instead of our own copy.
+#ifndef REVKV_MUTATION_NO_WRITE_SET_VALIDATION
   for (const auto& [r, l] : d->global_to_local) {
     if (!l->HasFlag(kWritten)) continue;
     int spins = 0;
@@ -233,10 +248,14 @@ void ValidateDuringTransaction(TxDescriptor* d) {
       break;
     }
   }
+#endif
 }
 
 // seed 000 ValidateDuringCommit.
 bool ValidateDuringCommit(TxDescriptor* d) {
+#ifdef REVKV_MUTATION_NO_READ_VALIDATION
+  return true;
+#endif
   for (Object* r : d->list_of_read_objects) {
     const uintptr_t v = r->h_revision.load(std::memory_order_acquire);
     if (IsRevisionPointer(v)) return false;
@@ -302,6 +321,10 @@ void CommitTransaction(TxDescriptor* d) {
   // PerformLocalCollect: roots are the written copies and the objects to publish.
   std::vector<Object*> roots;
   roots.reserve(writes + d->publish_at_commit.size());
+#ifdef REVKV_MUTATION_NO_LOCK_ORDER
+  // Lock in the order of the writes (nursery copies are allocated in that order), not of the heads.
+  std::sort(d->gcroots.begin(), d->gcroots.end(), [](const GcRoot& a, const GcRoot& b) { return a.l < b.l; });
+#endif
   for (const GcRoot& g : d->gcroots) roots.push_back(g.l);
   for (const auto& [root, object] : d->publish_at_commit) roots.push_back(object);
   LocalCollect(std::span<Object*>(roots), &d->new_versioned);
@@ -309,7 +332,9 @@ void CommitTransaction(TxDescriptor* d) {
   for (size_t i = 0; i < d->publish_at_commit.size(); ++i) d->publish_at_commit[i].second = roots[writes + i];
   // global_to_local now names objects of the reset nursery; from here on the commit uses gcroots.
   d->global_to_local.clear();
+#ifndef REVKV_MUTATION_NO_LOCK_ORDER
   std::sort(d->gcroots.begin(), d->gcroots.end(), [](const GcRoot& a, const GcRoot& b) { return a.r < b.r; });
+#endif
 
   if (d->commit_action && !d->is_inevitable) BecomeInevitable(d);  // may abort (validation)
 

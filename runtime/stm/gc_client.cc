@@ -50,7 +50,9 @@ class StmCollectorClient final : public CollectorClient {
       r = relocator.Relocate(r);
       if (writes && kind == CollectionKind::kMajor &&
           IsRevisionPointer(r->h_revision.load(std::memory_order_relaxed))) {
+#ifndef REVKV_MUTATION_NO_DOOM  // mutation switch: see commit.cc
         d->doomed = true;
+#endif
       }
     }
     // Every cached object is also in the read list (AddInReadSet puts it in both), and relocation maps
@@ -63,8 +65,10 @@ class StmCollectorClient final : public CollectorClient {
     // AcquireLocks takes the heads in address order, and evacuation does not preserve it: a commit
     // that waits in a safe region after sorting (BecomeInevitable, GetGlobalCurTimeInCommit) would
     // otherwise lock out of order and could deadlock with another committer.
+#ifndef REVKV_MUTATION_NO_LOCK_ORDER  // mutation switch: see commit.cc
     std::sort(d->gcroots.begin(), d->gcroots.end(),
               [](const GcRoot& a, const GcRoot& b) { return a.r < b.r; });
+#endif
     for (auto& [root, object] : d->publish_at_commit) object = relocator.Relocate(object);
     for (Object*& o : d->new_versioned) o = relocator.Relocate(o);
   }

@@ -851,6 +851,246 @@ TEST_F(StmTest, AnAbortedWriterClearsPossiblyOutdatedUnlessAnotherCopyRemains) {
   EXPECT_EQ(seen.load(), 5) << "a ReadPtr taken before the write must read the transaction's own copy";
 }
 
+// Write skew: T reads accounts 0 and 1 and writes 0; meanwhile U reads both and writes 1, and commits
+// first. T wrote nothing U wrote, so only validation of T's read set (account 1) can tell that T's
+// first attempt read a state that no longer holds; a serial order needs T to run again and see U's write.
+// (The bank test cannot catch missing read validation: it writes every object it reads.)
+TEST_F(StmTest, ReadSetValidationPreventsWriteSkew) {
+  MakeAccounts(2, 1);
+  std::atomic<int> phase{0};
+  std::thread other([&] {
+    ThreadRegistration r("skew");
+    while (phase.load() != 1) std::this_thread::yield();
+    ASSERT_TRUE(stm::Atomically([&](Tx& tx) {
+                  auto tbl = tx.Read(table());
+                  const int64_t a = tx.Read(Ref<Account>(tbl->at(0)))->balance;
+                  const int64_t b = tx.Read(Ref<Account>(tbl->at(1)))->balance;
+                  tx.Write(Ref<Account>(tbl->at(1)))->balance = a + b;  // 2
+                }).ok());
+    phase.store(2);
+  });
+  int attempts = 0;
+  ASSERT_TRUE(stm::Atomically([&](Tx& tx) {
+                ++attempts;
+                auto tbl = tx.Read(table());
+                const int64_t a = tx.Read(Ref<Account>(tbl->at(0)))->balance;
+                const int64_t b = tx.Read(Ref<Account>(tbl->at(1)))->balance;
+                if (phase.load() == 0) {
+                  phase.store(1);
+                  while (phase.load() != 2) std::this_thread::yield();
+                }
+                tx.Write(Ref<Account>(tbl->at(0)))->balance = a + b;
+              }).ok());
+  Join(other);
+  EXPECT_EQ(attempts, 2) << "the first attempt read account 1 before the other commit changed it";
+  absl::StatusOr<int64_t> a = stm::ReadOnly([&](SnapshotTx& tx) {
+    return tx.Read(Ref<Account>(tx.Read(table())->at(0)))->balance;
+  });
+  ASSERT_TRUE(a.ok());
+  EXPECT_EQ(*a, 3) << "serial order: the other transaction (1 + 1), then this one (1 + 2)";
+}
+
+// ValidateDuringTransaction also checks the write set: after a blind write of X (X is not in the read
+// set), another commit replaces X and Y; reading Y moves the start time past that commit. Without the
+// check the next read of X would find the other commit's revision instead of this transaction's copy.
+TEST_F(StmTest, MovingTheStartTimeChecksBlindlyWrittenObjects) {
+  MakeAccounts(2, 0);
+  std::atomic<int> phase{0};
+  std::thread other([&] {
+    ThreadRegistration r("other");
+    while (phase.load() != 1) std::this_thread::yield();
+    ASSERT_TRUE(stm::Atomically([&](Tx& tx) {
+                  auto tbl = tx.Read(table());
+                  tx.Write(Ref<Account>(tbl->at(0)))->balance = 100;
+                  tx.Write(Ref<Account>(tbl->at(1)))->balance = 5;
+                }).ok());
+    phase.store(2);
+  });
+  int attempts = 0;
+  std::vector<int64_t> own_reads;
+  ASSERT_TRUE(stm::Atomically([&](Tx& tx) {
+                ++attempts;
+                auto tbl = tx.Read(table());
+                tx.Write(Ref<Account>(tbl->at(0)))->writes = 7;  // blind: account 0 is not read
+                if (phase.load() == 0) {
+                  phase.store(1);
+                  while (phase.load() != 2) std::this_thread::yield();
+                }
+                EXPECT_EQ(tx.Read(Ref<Account>(tbl->at(1)))->balance, 5);  // newer than the start time
+                own_reads.push_back(tx.Read(Ref<Account>(tbl->at(0)))->writes);
+              }).ok());
+  Join(other);
+  for (int64_t w : own_reads) EXPECT_EQ(w, 7) << "a read after our own write must see it";
+  EXPECT_EQ(attempts, 2);
+}
+
+// Two writers lock the same 32 heads, written in opposite orders. AcquireLocks takes heads in address
+// order and spins (without giving up) on a head another committer holds, so any other order could
+// deadlock (the test would then hang until its timeout).
+TEST_F(StmTest, WritersInOppositeOrdersDoNotDeadlock) {
+  constexpr size_t kObjects = 32;
+  MakeAccounts(kObjects, 0);
+  const size_t per_thread = Scaled(20'000);
+  std::vector<std::thread> threads;
+  for (int t = 0; t < 2; ++t) {
+    threads.emplace_back([&, t] {
+      ThreadRegistration r("order");
+      for (size_t i = 0; i < per_thread; ++i) {
+        ASSERT_TRUE(stm::Atomically([&](Tx& tx) {
+                      auto tbl = tx.Read(table());
+                      for (size_t k = 0; k < kObjects; ++k) {
+                        tx.Write(Ref<Account>(tbl->at(t == 0 ? k : kObjects - 1 - k)))->balance += 1;
+                      }
+                    }).ok());
+      }
+    });
+  }
+  JoinAll(threads);
+  absl::StatusOr<int64_t> total = stm::ReadOnly([&](SnapshotTx& tx) {
+    auto tbl = tx.Read(table());
+    int64_t sum = 0;
+    for (size_t k = 0; k < kObjects; ++k) sum += tx.Read(Ref<Account>(tbl->at(k)))->balance;
+    return sum;
+  });
+  ASSERT_TRUE(total.ok());
+  EXPECT_EQ(*total, static_cast<int64_t>(2 * kObjects * per_thread));
+}
+
+// Many compressors on one chain at once, with different targets (a writer keeps committing): each walks
+// from the first revision, which the table keeps naming, so every walk compresses the same links.
+// DESIGN 2.3: a link only ever moves forward, never over a head's time or a lock, and never makes a
+// cycle; every read sees the newest committed value or a later one.
+TEST_F(StmTest, ConcurrentCompressorsKeepChainsAcyclicAndMovingForward) {
+  MakeAccounts(4, 0);
+  const size_t commits = Scaled(20'000);
+  std::atomic<bool> done{false};
+  std::vector<std::thread> threads;
+  threads.emplace_back([&] {
+    ThreadRegistration r("writer");
+    for (size_t i = 0; i < commits; ++i) {
+      ASSERT_TRUE(stm::Atomically([&](Tx& tx) {
+                    tx.Write(tx.Read(Ref<Account>(tx.Read(table())->at(0))))->balance += 1;
+                  }).ok());
+    }
+    done.store(true);
+  });
+  for (int t = 1; t < 4; ++t) {
+    threads.emplace_back([&, t] {
+      ThreadRegistration r("compressor");
+      int64_t last = 0;
+      while (!done.load()) {
+        absl::StatusOr<int64_t> v = stm::Atomically([&](Tx& tx) {
+          auto tbl = tx.Read(table());
+          tx.Write(Ref<Account>(tbl->at(t)))->writes += 1;  // a writer: it compresses its walks
+          return tx.Read(Ref<Account>(tbl->at(0)))->balance;
+        });
+        ASSERT_TRUE(v.ok());
+        ASSERT_GE(*v, last) << "a read went back in time";
+        last = *v;
+      }
+    });
+  }
+  JoinAll(threads);
+  EXPECT_GT(stm::GetStmStatistics().chains_compressed, 0u);
+  Object* o = table().unsafe_raw()->at(0).Load();
+  size_t hops = 0;
+  while (IsRevisionPointerForTest(o->h_revision.load())) {
+    o = reinterpret_cast<Object*>(o->h_revision.load());
+    ASSERT_LT(++hops, commits + 2) << "cycle in a revision chain";
+  }
+  EXPECT_LT(o->h_revision.load(), uint64_t{1} << 63) << "a lock was left behind";
+  EXPECT_EQ(static_cast<Account*>(o)->balance, static_cast<int64_t>(commits));
+}
+
+// A major collection that finds a writing transaction's read set holding a superseded revision dooms
+// it: its next barrier aborts with kDoomedByGc (it would fail validation at commit anyway).
+TEST_F(StmTest, AMajorCollectionDoomsAWriterWhoseReadSetIsOutdated) {
+  MakeAccounts(3, 0);
+  std::atomic<int> phase{0};
+  std::thread other([&] {
+    ThreadRegistration r("other");
+    while (phase.load() != 1) std::this_thread::yield();
+    ASSERT_TRUE(stm::Atomically([&](Tx& tx) {
+                  tx.Write(Ref<Account>(tx.Read(table())->at(0)))->balance = 10;
+                }).ok());
+    phase.store(2);
+  });
+  const uint64_t doomed_before =
+      stm::GetStmStatistics().aborts[static_cast<int>(stm::AbortCause::kDoomedByGc)];
+  int attempts = 0;
+  ASSERT_TRUE(stm::Atomically([&](Tx& tx) {
+                ++attempts;
+                auto tbl = tx.Read(table());
+                const int64_t seen = tx.Read(Ref<Account>(tbl->at(0)))->balance;  // read set
+                tx.Write(Ref<Account>(tbl->at(1)))->balance = seen;              // a writer
+                if (attempts == 1) {
+                  phase.store(1);
+                  while (phase.load() != 2) std::this_thread::yield();
+                  CollectMajor();
+                }
+                tx.Read(Ref<Account>(tbl->at(2)));  // the next barrier sees the doom
+              }).ok());
+  Join(other);
+  EXPECT_EQ(attempts, 2);
+  EXPECT_EQ(stm::GetStmStatistics().aborts[static_cast<int>(stm::AbortCause::kDoomedByGc)], doomed_before + 1);
+}
+
+// Tx::Fail in an inevitable transaction ends it cleanly: nothing is published, the time is unchanged,
+// and the inevitable marker and mutex are released (the next inevitable transaction commits).
+TEST_F(StmTest, FailInAnInevitableTransactionReleasesInevitabilityAndPublishesNothing) {
+  MakeAccounts(1, 0);
+  const uint64_t time_before = stm::LastCommittedTime();
+  absl::Status s = stm::Atomically([&](Tx& tx) {
+    tx.Write(Ref<Account>(tx.Read(table())->at(0)))->balance = 1;
+    tx.BecomeInevitable();
+    ASSERT_TRUE(tx.inevitable());
+    tx.Fail(absl::AbortedError("given up"));
+  });
+  EXPECT_TRUE(absl::IsAborted(s));
+  EXPECT_EQ(stm::LastCommittedTime(), time_before);
+  std::thread next([&] {
+    ThreadRegistration r("next");
+    ASSERT_TRUE(stm::Atomically([&](Tx& tx) {
+                  tx.BecomeInevitable();
+                  tx.Write(Ref<Account>(tx.Read(table())->at(0)))->balance += 2;
+                }).ok());
+  });
+  Join(next);
+  absl::StatusOr<int64_t> v = stm::ReadOnly([&](SnapshotTx& tx) {
+    return tx.Read(Ref<Account>(tx.Read(table())->at(0)))->balance;
+  });
+  ASSERT_TRUE(v.ok());
+  EXPECT_EQ(*v, 2) << "the failed transaction's write must not be published";
+  EXPECT_EQ(stm::LastCommittedTime(), time_before + 2);
+}
+
+// A commit action runs once, at commit, with the commit time of the transaction, before the new
+// revisions are published; it is not run for an attempt that aborts.
+TEST_F(StmTest, ACommitActionRunsOnceWithTheCommitTime) {
+  MakeAccounts(1, 0);
+  int attempts = 0;
+  int calls = 0;
+  uint64_t action_time = 0;
+  int64_t visible_in_action = -1;
+  Account* original = static_cast<Account*>(HeadOf(table().unsafe_raw()->at(0).Load()));
+  ASSERT_TRUE(stm::Atomically([&](Tx& tx) {
+                tx.Write(Ref<Account>(tx.Read(table())->at(0)))->balance = 5;
+                tx.SetCommitAction([&](uint64_t t) {
+                  ++calls;
+                  action_time = t;
+                  // Not yet published: the old head is still the head.
+                  visible_in_action = IsRevisionPointerForTest(original->h_revision.load()) ? 1 : 0;
+                });
+                if (++attempts == 1) tx.Retry();  // an aborted attempt's action never runs
+              }).ok());
+  EXPECT_EQ(attempts, 2);
+  EXPECT_EQ(calls, 1);
+  EXPECT_EQ(action_time, stm::ThisThreadLastCommitTime());
+  EXPECT_EQ(action_time + 1, stm::LastCommittedTime());
+  EXPECT_EQ(visible_in_action, 0);
+  EXPECT_TRUE(IsRevisionPointerForTest(original->h_revision.load()));
+}
+
 TEST_F(StmTest, ATransactionCommitsCorrectlyAfterACollectionInItsBody) {
   MakeAccounts(64, 1);
   ASSERT_TRUE(stm::Atomically([&](Tx& tx) {
