@@ -12,9 +12,11 @@
 // data, and recovery stops with an error rather than guess. A torn tail (in the newest segment only) is
 // one of:
 //   - fewer than 16 bytes where a record header should be (a write cut short);
-//   - a record whose announced length runs past the end of the file, unless the bytes present would make
-//     a complete valid record (then the length field is damaged) or a valid record of a later revision
-//     starts anywhere after it (then the records after it are real and the length is damaged);
+//   - a record whose announced length runs past the end of the file, unless some prefix of the bytes
+//     present makes a complete valid record (then the length field is damaged), its header names another
+//     revision than the expected one without an all-zero sector in it (a crash does not rewrite header
+//     bytes), or a valid record of a later revision starts anywhere after it (then the records after it
+//     are real and the length is damaged);
 //   - a complete record that fails its CRC and has an aligned 512-byte sector (or the part of one it
 //     occupies) that is all zeros: a sector that never reached the disk (the file's size was written back
 //     before its data, or the space was preallocated). A power loss may keep later unsynced pages and lose
@@ -39,6 +41,7 @@
 
 #include "absl/strings/str_cat.h"
 #include "server/wal/buffered_reader.h"
+#include "server/wal/crc32c.h"
 #include "server/wal/wal_format.h"
 
 namespace revkv::server {
@@ -121,6 +124,17 @@ std::optional<FoundRecord> FindRecord(std::string_view bytes, uint64_t base, int
     if (!found || h.revision > found->revision) found = FoundRecord{base + pos, h.revision};
   }
   return found;
+}
+
+// The length L <= bytes.size() for which the first L bytes of `bytes` are the payload of the record of
+// `revision` with checksum `crc`, if there is one (the shortest). One pass over the bytes.
+std::optional<uint64_t> CompletingLength(int64_t revision, uint32_t crc, std::string_view bytes) {
+  uint32_t running = wal_format::RevisionCrc(revision);
+  for (size_t length = 0;; ++length) {
+    if (running == crc) return length;
+    if (length == bytes.size()) return std::nullopt;
+    running = Crc32cExtend(running, bytes.data() + length, 1);
+  }
 }
 
 // Whether some aligned sector of the file, or the part of one that `record` (at file offset `offset`)
@@ -235,9 +249,19 @@ absl::StatusOr<SegmentScan> ScanSegment(FileSystem* fs, const std::vector<Segmen
     }
     if (!complete) {
       const uint64_t present = rest->size() - kRecordHeaderBytes;
-      if (wal_format::RecordCrc(h->revision, std::string_view(*rest).substr(kRecordHeaderBytes)) == h->crc) {
+      const std::string_view present_bytes = std::string_view(*rest).substr(kRecordHeaderBytes);
+      // A crash cuts bytes off or leaves sectors unwritten; it does not change the header bytes that are
+      // there. A header that names another revision without an unwritten sector in it is damage.
+      if (h->revision != *expected && !HasZeroSector(rest->substr(0, kRecordHeaderBytes), offset)) {
         return damaged(offset,
-                       absl::StrCat("damaged length: the record is complete with ", present,
+                       absl::StrCat("damaged record header: it announces revision ", h->revision, " and ",
+                                    h->payload_bytes, " payload bytes, past the end of the file"),
+                       /*torn=*/false);
+      }
+      // The record may be whole with a damaged length: some prefix of what follows passes the CRC.
+      if (std::optional<uint64_t> length = CompletingLength(*expected, h->crc, present_bytes)) {
+        return damaged(offset,
+                       absl::StrCat("damaged length: the record is complete with ", *length,
                                     " payload bytes but announces ", h->payload_bytes),
                        /*torn=*/false);
       }
