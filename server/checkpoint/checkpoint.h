@@ -2,9 +2,16 @@
 // store feeds the writer from a snapshot read), so the log before it can be removed; recovery loads the
 // newest valid checkpoint and replays the log after it. Entries are opaque bytes plus the etcd metadata.
 //
+// A checkpoint of revision R holds the store at its base revision B <= R: the oldest revision readable
+// when it was taken, so that replaying the log from B + 1 rebuilds the history window (the engine
+// keeps the log back to B). R is the newest revision when it was taken: the log reaches R before the
+// checkpoint becomes valid, and recovery must reach R at least.
+//
 // File: checkpoint-<revision as 16 lowercase hex digits>.ckpt in the checkpoint directory, holding
-//   header (40 bytes): magic "revkvCKP" | u32 format version (1) | u32 zero | i64 revision
-//                      | i64 compact revision | u64 entry count
+//   header (48 bytes): magic "revkvCKP" | u32 format version (2) | u32 zero | i64 revision
+//                      | i64 compact revision | u64 entry count | i64 base revision
+//                      (version 1, still read: 40 bytes, without the base revision, which is then the
+//                      revision)
 //   entries:           u32 key length | u32 value length | i64 create_revision | i64 mod_revision
 //                      | i64 version | i64 lease | key | value
 //   footer (16 bytes): u32 CRC-32C of every byte before the footer | u32 zero | magic "revkvEND"
@@ -43,6 +50,7 @@ struct CheckpointInfo {
   std::string path;
   int64_t revision = 0;
   int64_t compact_revision = 0;
+  int64_t base_revision = 0;  // the revision of the state it holds (compact <= base <= revision)
   uint64_t entry_count = 0;
   uint64_t bytes = 0;  // file size
 };
@@ -57,10 +65,12 @@ class CheckpointWriter {
  public:
   static constexpr size_t kBufferBytes = size_t{1} << 20;
 
-  // Creates (truncating a leftover) `dir`/checkpoint-<revision>.tmp. `fs` is borrowed and must outlive the
-  // writer. InvalidArgument unless 0 <= compact_revision <= revision.
+  // Creates (truncating a leftover) `dir`/checkpoint-<revision>.tmp, for the state at `base_revision`
+  // (default: `revision`). `fs` is borrowed and must outlive the writer. InvalidArgument unless
+  // 0 <= compact_revision <= base_revision <= revision.
   static absl::StatusOr<std::unique_ptr<CheckpointWriter>> Open(FileSystem* fs, const std::string& dir,
-                                                                int64_t revision, int64_t compact_revision);
+                                                                int64_t revision, int64_t compact_revision,
+                                                                std::optional<int64_t> base_revision = {});
 
   // Abort()s unless Finish() succeeded.
   ~CheckpointWriter();
@@ -80,7 +90,8 @@ class CheckpointWriter {
   uint64_t entry_count() const { return entry_count_; }
 
  private:
-  CheckpointWriter(FileSystem* fs, std::string dir, int64_t revision, int64_t compact_revision);
+  CheckpointWriter(FileSystem* fs, std::string dir, int64_t revision, int64_t compact_revision,
+                   int64_t base_revision);
   absl::Status Flush();                                  // writes the buffer, extending body_crc_
   absl::Status Complete(const std::string& final_path);  // footer, header, fsync, rename, directory fsync
   absl::Status Fail(absl::Status status);                // records the first error and returns it
@@ -89,6 +100,7 @@ class CheckpointWriter {
   const std::string dir_;
   const int64_t revision_;
   const int64_t compact_revision_;
+  const int64_t base_revision_;
   const std::string tmp_path_;
   std::unique_ptr<WritableFile> file_;
   std::string buffer_;     // entry bytes not yet written
@@ -104,12 +116,19 @@ class CheckpointWriter {
 // Loading and housekeeping
 // ---------------------------------------------------------------------------------------------------
 
+// A checkpoint file by name only (not verified).
+struct CheckpointFile {
+  std::string path;
+  int64_t revision = 0;
+};
+
 // Receives each entry of the checkpoint being loaded; an error stops the load with that error.
 using CheckpointEntryVisitor = absl::FunctionRef<absl::Status(const CheckpointEntry& entry)>;
 
 // A checkpoint that failed verification.
 struct SkippedCheckpoint {
   std::string path;
+  int64_t revision = 0;    // the revision in its name
   std::string reason;      // what verification found, e.g. "CRC mismatch: stored 0x..., computed 0x..."
   std::string renamed_to;  // it is kept, renamed, for inspection: checkpoint-<revision>.corrupt
 };
@@ -134,11 +153,29 @@ absl::StatusOr<CheckpointLoadResult> LoadNewestValidCheckpoint(FileSystem* fs, c
 // Reads and verifies one checkpoint file without visiting its entries. DataLoss describes the damage.
 absl::StatusOr<CheckpointInfo> VerifyCheckpoint(FileSystem* fs, const std::string& path);
 
-// A checkpoint file by name only (not verified).
-struct CheckpointFile {
-  std::string path;
-  int64_t revision = 0;
-};
+// Reads only the header of the checkpoint at `path` (nothing is verified beyond it; entry_count and
+// bytes as the header and the file say). DataLoss for a damaged header.
+absl::StatusOr<CheckpointInfo> ReadCheckpointHeader(FileSystem* fs, const std::string& path);
+
+// The steps of LoadNewestValidCheckpoint, for a caller that must decide itself whether a checkpoint
+// can be used (the engine falls back when the store refuses a checkpoint's content):
+//
+// Verifies the checkpoint at `path` (named for `revision`) completely, then streams its entries to
+// `visitor`; `verified`, if set, is called once with the verified header before the first entry. So
+// neither sees anything of a damaged file. DataLoss (damage, or EIO) before any call to them; else the
+// visitor's error, or another I/O error.
+absl::StatusOr<CheckpointInfo> LoadCheckpoint(
+    FileSystem* fs, const std::string& path, int64_t revision, CheckpointEntryVisitor visitor,
+    absl::FunctionRef<absl::Status(const CheckpointInfo&)> verified = [](const CheckpointInfo&) {
+      return absl::OkStatus();
+    });
+// Renames a checkpoint that cannot be used to checkpoint-<revision>.corrupt (kept for inspection) and
+// fsyncs the directory; returns the new path.
+absl::StatusOr<std::string> SetCheckpointAside(FileSystem* fs, const std::string& dir,
+                                               const CheckpointFile& file);
+// Removes the .tmp files a crash left (only at startup: a writer may be running otherwise) and fsyncs
+// the directory if it removed any; returns their paths. A missing `dir` is an empty one.
+absl::StatusOr<std::vector<std::string>> RemoveTemporaryCheckpoints(FileSystem* fs, const std::string& dir);
 
 // The .ckpt files in `dir`, oldest first.
 absl::StatusOr<std::vector<CheckpointFile>> ListCheckpoints(FileSystem* fs, const std::string& dir);

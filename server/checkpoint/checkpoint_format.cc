@@ -30,23 +30,31 @@ std::string EncodeHeader(const Header& header) {
   Put<int64_t>(bytes.data() + 16, header.revision);
   Put<int64_t>(bytes.data() + 24, header.compact_revision);
   Put<uint64_t>(bytes.data() + 32, header.entry_count);
+  Put<int64_t>(bytes.data() + 40, header.base_revision);
   return bytes;
 }
 
-absl::StatusOr<Header> DecodeHeader(std::string_view bytes) {
-  if (bytes.size() < kHeaderBytes || bytes.substr(0, kMagic.size()) != kMagic) {
+absl::StatusOr<size_t> HeaderSize(std::string_view first_bytes) {
+  if (first_bytes.size() < kHeaderBytesV1 || first_bytes.substr(0, kMagic.size()) != kMagic) {
     return absl::DataLossError("not a checkpoint header (bad magic)");
   }
-  const uint32_t version = Get<uint32_t>(bytes.data() + 8);
-  if (version != kFormatVersion) {
-    return absl::FailedPreconditionError(
-        absl::StrCat("checkpoint format version ", version, "; this build reads version ", kFormatVersion));
-  }
+  const uint32_t version = Get<uint32_t>(first_bytes.data() + 8);
+  if (version == 1) return kHeaderBytesV1;
+  if (version == 2) return kHeaderBytes;
+  return absl::FailedPreconditionError(absl::StrCat("checkpoint format version ", version,
+                                                    "; this build reads versions 1 and ", kFormatVersion));
+}
+
+absl::StatusOr<Header> DecodeHeader(std::string_view bytes) {
+  absl::StatusOr<size_t> size = HeaderSize(bytes);
+  if (!size.ok()) return size.status();
+  if (bytes.size() != *size) return absl::DataLossError("truncated checkpoint header");
   if (Get<uint32_t>(bytes.data() + 12) != 0) return absl::DataLossError("damaged checkpoint header");
   Header header;
   header.revision = Get<int64_t>(bytes.data() + 16);
   header.compact_revision = Get<int64_t>(bytes.data() + 24);
   header.entry_count = Get<uint64_t>(bytes.data() + 32);
+  header.base_revision = *size == kHeaderBytes ? Get<int64_t>(bytes.data() + 40) : header.revision;
   return header;
 }
 

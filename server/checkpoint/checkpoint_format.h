@@ -17,21 +17,28 @@ namespace revkv::server::checkpoint_format {
 
 static_assert(std::endian::native == std::endian::little, "revkv's file formats assume a little-endian host");
 
-inline constexpr size_t kHeaderBytes = 40;
+inline constexpr size_t kHeaderBytesV1 = 40;    // version 1: no base revision (it is the revision)
+inline constexpr size_t kHeaderBytes = 48;      // the version written
 inline constexpr size_t kEntryFixedBytes = 40;  // two lengths and four i64 before the key and value
 inline constexpr size_t kFooterBytes = 16;
 inline constexpr std::string_view kMagic = "revkvCKP";
 inline constexpr std::string_view kFooterMagic = "revkvEND";
-inline constexpr uint32_t kFormatVersion = 1;
+inline constexpr uint32_t kFormatVersion = 2;  // reads 1 and 2
 
 struct Header {
   int64_t revision = 0;
   int64_t compact_revision = 0;
   uint64_t entry_count = 0;
+  int64_t base_revision = 0;  // version 1: the revision
 };
 
+// A version-2 header (kHeaderBytes).
 std::string EncodeHeader(const Header& header);
-// DataLoss for a damaged header, FailedPrecondition for another format version.
+// The header's size, from its first kHeaderBytesV1 bytes: DataLoss for a damaged header,
+// FailedPrecondition for a format version this build does not read.
+absl::StatusOr<size_t> HeaderSize(std::string_view first_bytes);
+// Decodes a whole header (HeaderSize bytes). DataLoss for a damaged header, FailedPrecondition for
+// another format version.
 absl::StatusOr<Header> DecodeHeader(std::string_view bytes);
 
 // The fixed part of an entry, as stored before its key and value.

@@ -30,13 +30,23 @@ absl::StatusOr<CheckpointInfo> ScanCheckpoint(FileSystem* fs, const std::string&
   if (!file.ok()) return file.status();
   absl::StatusOr<uint64_t> size = (*file)->Size();
   if (!size.ok()) return size.status();
-  if (*size < format::kHeaderBytes + format::kFooterBytes) {
+  if (*size < format::kHeaderBytesV1 + format::kFooterBytes) {
     return Damaged(path, absl::StrCat("only ", *size, " bytes, less than an empty checkpoint"));
   }
   BufferedReader reader(file->get(), *size);
-  absl::StatusOr<std::string_view> header_bytes = reader.Read(format::kHeaderBytes);
-  if (!header_bytes.ok()) return header_bytes.status();
-  absl::StatusOr<format::Header> header = format::DecodeHeader(*header_bytes);
+  absl::StatusOr<std::string_view> first_bytes = reader.Read(format::kHeaderBytesV1);
+  if (!first_bytes.ok()) return first_bytes.status();
+  std::string header_bytes(*first_bytes);  // a version 1 or 2 header
+  absl::StatusOr<size_t> header_size = format::HeaderSize(header_bytes);
+  if (header_size.ok() && *header_size > header_bytes.size()) {
+    if (reader.remaining() < *header_size - header_bytes.size() + format::kFooterBytes) {
+      return Damaged(path, absl::StrCat("only ", *size, " bytes, less than an empty checkpoint"));
+    }
+    absl::StatusOr<std::string_view> rest = reader.Read(*header_size - header_bytes.size());
+    if (!rest.ok()) return rest.status();
+    header_bytes.append(*rest);
+  }
+  absl::StatusOr<format::Header> header = format::DecodeHeader(header_bytes);
   if (!header.ok()) {
     return absl::Status(header.status().code(),
                         absl::StrCat("checkpoint ", path, ": ", header.status().message()));
@@ -45,11 +55,15 @@ absl::StatusOr<CheckpointInfo> ScanCheckpoint(FileSystem* fs, const std::string&
     return Damaged(path,
                    absl::StrCat("header says revision ", header->revision, ", the name ", *named_revision));
   }
-  if (header->compact_revision < 0 || header->compact_revision > header->revision) {
-    return Damaged(path, absl::StrCat("compact revision ", header->compact_revision, " is not in 0..",
-                                      header->revision));
+  if (header->base_revision < 0 || header->base_revision > header->revision) {
+    return Damaged(path,
+                   absl::StrCat("base revision ", header->base_revision, " is not in 0..", header->revision));
   }
-  uint32_t crc = Crc32cExtend(0, header_bytes->data(), header_bytes->size());
+  if (header->compact_revision < 0 || header->compact_revision > header->base_revision) {
+    return Damaged(path, absl::StrCat("compact revision ", header->compact_revision, " is not in 0..",
+                                      header->base_revision));
+  }
+  uint32_t crc = Crc32cExtend(0, header_bytes.data(), header_bytes.size());
 
   for (uint64_t i = 0; i < header->entry_count; ++i) {
     if (reader.remaining() < format::kEntryFixedBytes + format::kFooterBytes) {
@@ -93,6 +107,7 @@ absl::StatusOr<CheckpointInfo> ScanCheckpoint(FileSystem* fs, const std::string&
   info.path = path;
   info.revision = header->revision;
   info.compact_revision = header->compact_revision;
+  info.base_revision = header->base_revision;
   info.entry_count = header->entry_count;
   info.bytes = *size;
   return info;
@@ -102,7 +117,8 @@ absl::StatusOr<CheckpointInfo> ScanCheckpoint(FileSystem* fs, const std::string&
 
 std::string CheckpointLoadResult::ToString() const {
   std::string s = loaded ? absl::StrCat("checkpoint: loaded ", loaded->path, " (revision ", loaded->revision,
-                                        ", ", loaded->entry_count, " entries)")
+                                        ", holding revision ", loaded->base_revision, ", ",
+                                        loaded->entry_count, " entries)")
                          : std::string("checkpoint: none loaded (starting from revision 0)");
   for (const SkippedCheckpoint& skip : skipped) {
     absl::StrAppend(&s, "; skipped ", skip.path, ": ", skip.reason,
@@ -114,52 +130,94 @@ std::string CheckpointLoadResult::ToString() const {
   return s;
 }
 
+absl::StatusOr<CheckpointInfo> ReadCheckpointHeader(FileSystem* fs, const std::string& path) {
+  absl::StatusOr<std::unique_ptr<ReadableFile>> file = fs->OpenReadable(path);
+  if (!file.ok()) return file.status();
+  absl::StatusOr<uint64_t> size = (*file)->Size();
+  if (!size.ok()) return size.status();
+  char bytes[format::kHeaderBytes];
+  absl::StatusOr<size_t> read = (*file)->ReadAt(0, bytes, std::min<uint64_t>(*size, sizeof(bytes)));
+  if (!read.ok()) return read.status();
+  const std::string_view view(bytes, *read);
+  absl::StatusOr<size_t> header_size = format::HeaderSize(view);
+  if (!header_size.ok()) return Damaged(path, std::string(header_size.status().message()));
+  if (*read < *header_size) return Damaged(path, "truncated header");
+  absl::StatusOr<format::Header> header = format::DecodeHeader(view.substr(0, *header_size));
+  if (!header.ok()) return Damaged(path, std::string(header.status().message()));
+  CheckpointInfo info;
+  info.path = path;
+  info.revision = header->revision;
+  info.compact_revision = header->compact_revision;
+  info.base_revision = header->base_revision;
+  info.entry_count = header->entry_count;
+  info.bytes = *size;
+  return info;
+}
+
 absl::StatusOr<CheckpointInfo> VerifyCheckpoint(FileSystem* fs, const std::string& path) {
   return ScanCheckpoint(fs, path, std::nullopt, nullptr);
+}
+
+absl::StatusOr<CheckpointInfo> LoadCheckpoint(
+    FileSystem* fs, const std::string& path, int64_t revision, CheckpointEntryVisitor visitor,
+    absl::FunctionRef<absl::Status(const CheckpointInfo&)> verified) {
+  absl::StatusOr<CheckpointInfo> info = ScanCheckpoint(fs, path, revision, nullptr);
+  if (!info.ok()) return info.status();
+  if (absl::Status s = verified(*info); !s.ok()) return s;
+  return ScanCheckpoint(fs, path, revision, &visitor);
+}
+
+absl::StatusOr<std::string> SetCheckpointAside(FileSystem* fs, const std::string& dir,
+                                               const CheckpointFile& file) {
+  // A name the next load skips and RemoveOldCheckpoints recognizes.
+  const std::string corrupt = JoinPath(dir, format::FileName(file.revision, format::kCorruptSuffix));
+  if (absl::Status s = fs->Rename(file.path, corrupt); !s.ok()) return s;
+  if (absl::Status s = fs->SyncDirectory(dir); !s.ok()) return s;
+  return corrupt;
+}
+
+absl::StatusOr<std::vector<std::string>> RemoveTemporaryCheckpoints(FileSystem* fs, const std::string& dir) {
+  std::vector<std::string> removed;
+  absl::StatusOr<std::vector<std::string>> names = fs->ListDirectory(dir);
+  if (absl::IsNotFound(names.status())) return removed;
+  if (!names.ok()) return names.status();
+  for (const std::string& name : *names) {
+    if (!format::ParseFileName(name, format::kTemporarySuffix)) continue;
+    const std::string path = JoinPath(dir, name);
+    if (absl::Status s = fs->Remove(path); !s.ok()) return s;
+    removed.push_back(path);
+  }
+  if (!removed.empty()) {
+    if (absl::Status s = fs->SyncDirectory(dir); !s.ok()) return s;
+  }
+  return removed;
 }
 
 absl::StatusOr<CheckpointLoadResult> LoadNewestValidCheckpoint(FileSystem* fs, const std::string& dir,
                                                                CheckpointEntryVisitor visitor) {
   CheckpointLoadResult result;
-  absl::StatusOr<std::vector<std::string>> names = fs->ListDirectory(dir);
-  if (absl::IsNotFound(names.status())) return result;
-  if (!names.ok()) return names.status();
-
-  bool directory_changed = false;
-  std::vector<std::pair<int64_t, std::string>> candidates;  // (revision, path)
-  for (const std::string& name : *names) {
-    if (format::ParseFileName(name, format::kTemporarySuffix)) {
-      // Only a load (at startup, before any writer runs) may remove these: a crash left them unfinished.
-      const std::string path = JoinPath(dir, name);
-      if (absl::Status s = fs->Remove(path); !s.ok()) return s;
-      result.removed_temporary_files.push_back(path);
-      directory_changed = true;
-    } else if (std::optional<int64_t> revision = format::ParseFileName(name, format::kCompleteSuffix)) {
-      candidates.emplace_back(*revision, JoinPath(dir, name));
-    }
-  }
-  std::sort(candidates.begin(), candidates.end(), std::greater<>());
-
-  for (const auto& [revision, path] : candidates) {
-    absl::StatusOr<CheckpointInfo> verified = ScanCheckpoint(fs, path, revision, nullptr);
+  // Only a load (at startup, before any writer runs) may remove .tmp files: a crash left them unfinished.
+  absl::StatusOr<std::vector<std::string>> removed = RemoveTemporaryCheckpoints(fs, dir);
+  if (!removed.ok()) return removed.status();
+  result.removed_temporary_files = *std::move(removed);
+  absl::StatusOr<std::vector<CheckpointFile>> files = ListCheckpoints(fs, dir);
+  if (absl::IsNotFound(files.status())) return result;
+  if (!files.ok()) return files.status();
+  for (auto it = files->rbegin(); it != files->rend(); ++it) {
+    absl::StatusOr<CheckpointInfo> verified = ScanCheckpoint(fs, it->path, it->revision, nullptr);
     if (verified.ok()) {
-      absl::StatusOr<CheckpointInfo> loaded = ScanCheckpoint(fs, path, revision, &visitor);
+      absl::StatusOr<CheckpointInfo> loaded = ScanCheckpoint(fs, it->path, it->revision, &visitor);
       if (!loaded.ok()) return loaded.status();  // the visitor has seen entries: no fallback now
       result.loaded = *std::move(loaded);
       break;
     }
     if (verified.status().code() != absl::StatusCode::kDataLoss) return verified.status();
-    // Corrupt: keep it for inspection under a name the next load and RemoveOldCheckpoints recognize.
-    SkippedCheckpoint skip{path, std::string(verified.status().message()), ""};
-    const std::string corrupt = JoinPath(dir, format::FileName(revision, format::kCorruptSuffix));
-    if (fs->Rename(path, corrupt).ok()) {
-      skip.renamed_to = corrupt;
-      directory_changed = true;
+    // Corrupt: keep it for inspection.
+    SkippedCheckpoint skip{it->path, it->revision, std::string(verified.status().message()), ""};
+    if (absl::StatusOr<std::string> aside = SetCheckpointAside(fs, dir, *it); aside.ok()) {
+      skip.renamed_to = *std::move(aside);
     }
     result.skipped.push_back(std::move(skip));
-  }
-  if (directory_changed) {
-    if (absl::Status s = fs->SyncDirectory(dir); !s.ok()) return s;
   }
   return result;
 }

@@ -14,30 +14,36 @@ namespace revkv::server {
 namespace format = checkpoint_format;
 
 CheckpointWriter::CheckpointWriter(FileSystem* fs, std::string dir, int64_t revision,
-                                   int64_t compact_revision)
+                                   int64_t compact_revision, int64_t base_revision)
     : fs_(fs),
       dir_(std::move(dir)),
       revision_(revision),
       compact_revision_(compact_revision),
+      base_revision_(base_revision),
       tmp_path_(JoinPath(dir_, format::FileName(revision, format::kTemporarySuffix))) {}
 
 absl::StatusOr<std::unique_ptr<CheckpointWriter>> CheckpointWriter::Open(FileSystem* fs,
                                                                          const std::string& dir,
                                                                          int64_t revision,
-                                                                         int64_t compact_revision) {
-  if (revision < 0 || compact_revision < 0 || compact_revision > revision) {
+                                                                         int64_t compact_revision,
+                                                                         std::optional<int64_t> base) {
+  const int64_t base_revision = base.value_or(revision);
+  if (revision < 0 || compact_revision < 0 || base_revision > revision || compact_revision > base_revision) {
     return absl::InvalidArgumentError(absl::StrCat("checkpoint: bad revisions (revision ", revision,
-                                                   ", compact revision ", compact_revision, ")"));
+                                                   ", base revision ", base_revision, ", compact revision ",
+                                                   compact_revision, ")"));
   }
   if (absl::Status s = fs->CreateDirectories(dir); !s.ok()) return s;
-  std::unique_ptr<CheckpointWriter> writer(new CheckpointWriter(fs, dir, revision, compact_revision));
+  std::unique_ptr<CheckpointWriter> writer(
+      new CheckpointWriter(fs, dir, revision, compact_revision, base_revision));
   absl::StatusOr<std::unique_ptr<WritableFile>> file =
       fs->OpenWritable(writer->tmp_path_, OpenMode::kTruncate);
   if (!file.ok()) return file.status();
   writer->file_ = *std::move(file);
   writer->tmp_exists_ = true;
   // Placeholder; Finish rewrites it with the entry count.
-  if (absl::Status s = writer->file_->Append(format::EncodeHeader({revision, compact_revision, 0}));
+  if (absl::Status s =
+          writer->file_->Append(format::EncodeHeader({revision, compact_revision, 0, base_revision}));
       !s.ok()) {
     return s;  // the destructor removes the file
   }
@@ -77,7 +83,8 @@ absl::Status CheckpointWriter::Add(const CheckpointEntry& entry) {
 
 absl::Status CheckpointWriter::Complete(const std::string& final_path) {
   if (absl::Status s = Flush(); !s.ok()) return s;
-  const std::string header = format::EncodeHeader({revision_, compact_revision_, entry_count_});
+  const std::string header =
+      format::EncodeHeader({revision_, compact_revision_, entry_count_, base_revision_});
   const uint32_t crc = Crc32cCombine(Crc32c(header), body_crc_, body_bytes_);
   if (absl::Status s = file_->Append(format::EncodeFooter(crc)); !s.ok()) return s;
   if (absl::Status s = file_->WriteAt(0, header); !s.ok()) return s;
@@ -106,6 +113,7 @@ absl::StatusOr<CheckpointInfo> CheckpointWriter::Finish() {
   info.path = final_path;
   info.revision = revision_;
   info.compact_revision = compact_revision_;
+  info.base_revision = base_revision_;
   info.entry_count = entry_count_;
   info.bytes = format::kHeaderBytes + body_bytes_ + format::kFooterBytes;
   return info;

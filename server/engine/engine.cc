@@ -8,10 +8,14 @@
 
 #include <cerrno>
 #include <cstring>
+#include <initializer_list>
+#include <optional>
 #include <vector>
 
 #include "absl/strings/str_cat.h"
 #include "runtime/safepoint/safepoint.h"
+#include "server/engine/compaction_record.h"
+#include "server/store/errors.h"
 #include "spdlog/spdlog.h"
 
 namespace revkv::server {
@@ -23,6 +27,27 @@ absl::Status MakeDirectory(const std::string& path) {
     return absl::InternalError(absl::StrCat("cannot create directory ", path, ": ", std::strerror(errno)));
   }
   return absl::OkStatus();
+}
+
+// The directory `path` is in ("." for a relative name without one).
+std::string ParentDirectory(const std::string& path) {
+  std::string p = path;
+  while (p.size() > 1 && p.back() == '/') p.pop_back();
+  const size_t slash = p.rfind('/');
+  if (slash == std::string::npos) return ".";
+  return slash == 0 ? "/" : p.substr(0, slash);
+}
+
+// Creates `dir` and its subdirectories `subdirs` if missing, and fsyncs each parent, so that a machine
+// crash cannot lose a directory that files (log segments, checkpoints) were then made durable in.
+absl::Status MakeDurableDirectories(FileSystem* fs, const std::string& dir,
+                                    std::initializer_list<std::string> subdirs) {
+  if (absl::Status s = fs->CreateDirectories(dir); !s.ok()) return s;
+  if (absl::Status s = fs->SyncDirectory(ParentDirectory(dir)); !s.ok()) return s;
+  for (const std::string& sub : subdirs) {
+    if (absl::Status s = fs->CreateDirectories(JoinPath(dir, sub)); !s.ok()) return s;
+  }
+  return fs->SyncDirectory(dir);
 }
 
 // Takes an exclusive lock on <dir>/LOCK, held until the descriptor is closed.
@@ -48,14 +73,78 @@ Engine::Engine(const EngineOptions& options, FileSystem* fs, int lock_fd)
       checkpoint_dir_(JoinPath(options.data_dir, "checkpoints")) {}
 
 absl::StatusOr<std::unique_ptr<Engine>> Engine::Open(const EngineOptions& options, RecoveryReport* report) {
+  FileSystem* fs = options.file_system != nullptr ? options.file_system : DefaultFileSystem();
   if (absl::Status s = MakeDirectory(options.data_dir); !s.ok()) return s;
   absl::StatusOr<int> lock = LockDirectory(options.data_dir);
   if (!lock.ok()) return lock.status();
-  FileSystem* fs = options.file_system != nullptr ? options.file_system : DefaultFileSystem();
   std::unique_ptr<Engine> engine(new Engine(options, fs, *lock));
+  if (absl::Status s = MakeDurableDirectories(fs, options.data_dir, {"wal", "checkpoints"}); !s.ok()) {
+    return s;
+  }
   RecoveryReport local;
   if (absl::Status s = engine->Recover(report != nullptr ? report : &local); !s.ok()) return s;
   return engine;
+}
+
+absl::Status Engine::LoadCheckpoint(CheckpointLoadResult* result) {
+  absl::StatusOr<std::vector<std::string>> removed = RemoveTemporaryCheckpoints(fs_, checkpoint_dir_);
+  if (!removed.ok()) return removed.status();
+  result->removed_temporary_files = *std::move(removed);
+  absl::StatusOr<std::vector<CheckpointFile>> files = ListCheckpoints(fs_, checkpoint_dir_);
+  if (!files.ok() && !absl::IsNotFound(files.status())) return files.status();
+  std::vector<CheckpointFile> newest_first;
+  if (files.ok()) newest_first.assign(files->rbegin(), files->rend());
+
+  for (size_t i = 0; i <= newest_first.size(); ++i) {
+    // A fresh store for every attempt: a refused checkpoint may have loaded part of its entries.
+    store_.reset();
+    absl::StatusOr<std::unique_ptr<Store>> store = Store::Create(options_.store, nullptr);
+    if (!store.ok()) return store.status();
+    store_ = std::move(*store);
+    if (i == newest_first.size()) return absl::OkStatus();  // none usable: the log from its start
+    const CheckpointFile& file = newest_first[i];
+
+    // Batches of entries, each inserted by one transaction (the loader's I/O runs outside any). The
+    // entries are the state at the base revision, known once the header is verified.
+    int64_t base = 0;
+    std::vector<StoredKeyValue> batch;
+    auto flush = [&]() -> absl::Status {
+      if (batch.empty()) return absl::OkStatus();
+      absl::Status s = store_->LoadEntries(batch, base);
+      batch.clear();
+      return s;
+    };
+    absl::StatusOr<CheckpointInfo> loaded = revkv::server::LoadCheckpoint(
+        fs_, file.path, file.revision,
+        [&](const CheckpointEntry& e) -> absl::Status {
+          batch.push_back(StoredKeyValue{std::string(e.key), std::string(e.value), e.create_revision,
+                                         e.mod_revision, e.version, e.lease});
+          return batch.size() >= 4096 ? flush() : absl::OkStatus();
+        },
+        [&](const CheckpointInfo& info) {
+          base = info.base_revision;
+          return absl::OkStatus();
+        });
+    absl::Status s = loaded.status();
+    if (s.ok()) s = flush();
+    if (s.ok()) s = store_->FinishLoad(loaded->base_revision, loaded->compact_revision);
+    if (s.ok()) {
+      result->loaded = *std::move(loaded);
+      return absl::OkStatus();
+    }
+    // Damage (DataLoss, EIO included) or content the store refuses (DataLoss from LoadEntries or
+    // FinishLoad) makes the checkpoint unusable: fall back. Anything else (another format version,
+    // another I/O error, the heap) stops recovery with that error.
+    if (!absl::IsDataLoss(s)) return s;
+    // It is set aside (renamed) only once recovery has succeeded without it (Recover): if recovery
+    // fails, the disk is left as it was, and the next attempt meets the same evidence.
+    spdlog::error("checkpoint {} (revision {}) cannot be used: {}; falling back to {}", file.path,
+                  file.revision, std::string(s.message()),
+                  i + 1 < newest_first.size() ? "the checkpoint " + newest_first[i + 1].path + " and the log"
+                                              : std::string("the whole log"));
+    result->skipped.push_back(SkippedCheckpoint{file.path, file.revision, std::string(s.message()), ""});
+  }
+  return absl::OkStatus();  // not reached
 }
 
 absl::Status Engine::Recover(RecoveryReport* report) {
@@ -64,36 +153,19 @@ absl::Status Engine::Recover(RecoveryReport* report) {
   // time the heap doubles would copy the growing store again and again. The first collection after
   // recovery reclaims the garbage; near the heap maximum growth still collects.
   runtime::MajorCollectionDeferral bulk_load;
-  absl::StatusOr<std::unique_ptr<Store>> store = Store::Create(options_.store, nullptr);
-  if (!store.ok()) return store.status();
-  store_ = std::move(*store);
 
-  // 1. The newest valid checkpoint, in batches (the loader's I/O runs outside any transaction).
-  std::vector<StoredKeyValue> batch;
-  absl::Status load_status;
-  auto flush = [&]() -> absl::Status {
-    if (batch.empty()) return absl::OkStatus();
-    absl::Status s = store_->LoadEntries(batch);
-    batch.clear();
-    return s;
-  };
-  absl::StatusOr<CheckpointLoadResult> loaded =
-      LoadNewestValidCheckpoint(fs_, checkpoint_dir_, [&](const CheckpointEntry& e) -> absl::Status {
-        batch.push_back(StoredKeyValue{std::string(e.key), std::string(e.value), e.create_revision,
-                                       e.mod_revision, e.version, e.lease});
-        return batch.size() >= 4096 ? flush() : absl::OkStatus();
-      });
-  if (!loaded.ok()) return loaded.status();
-  if (absl::Status s = flush(); !s.ok()) return s;
-  report->checkpoint = *loaded;
+  // 1. The newest checkpoint that can be used.
+  if (absl::Status s = LoadCheckpoint(&report->checkpoint); !s.ok()) return s;
   int64_t after = 1;  // revision 1 is the empty store: the log starts at revision 2
-  if (loaded->loaded.has_value()) {
-    after = loaded->loaded->revision;
-    if (absl::Status s = store_->FinishLoad(after, loaded->loaded->compact_revision); !s.ok()) return s;
+  if (report->checkpoint.loaded.has_value()) {
+    const CheckpointInfo& loaded = *report->checkpoint.loaded;
+    after = loaded.base_revision;
     std::lock_guard<std::mutex> lock(stats_mu_);
-    last_checkpoint_.revision = after;
-    last_checkpoint_.entries = loaded->loaded->entry_count;
-    last_checkpoint_.path = loaded->loaded->path;
+    last_checkpoint_.revision = loaded.revision;
+    last_checkpoint_.base_revision = loaded.base_revision;
+    last_checkpoint_.entries = loaded.entry_count;
+    last_checkpoint_.bytes = loaded.bytes;
+    last_checkpoint_.path = loaded.path;
   }
 
   // 2. The log after it, replayed record by record; 3. the log attached for new writes.
@@ -113,14 +185,68 @@ absl::Status Engine::Recover(RecoveryReport* report) {
         return store_->Replay(revision, payload);
       },
       &report->wal);
-  if (!wal.ok()) return wal.status();
+  if (!wal.ok()) {
+    if (report->checkpoint.skipped.empty()) return wal.status();
+    return absl::Status(
+        wal.status().code(),
+        absl::StrCat(wal.status().message(), " (after falling back: ", report->checkpoint.ToString(), ")"));
+  }
   wal_ = std::move(*wal);
+
+  // Never start with less than a checkpoint passed over shows was reached: its state was acknowledged
+  // (a checkpoint is valid only once the log is synced through it), so the log should reach it.
+  const int64_t recovered = store_->Revision();
+  if (report->checkpoint.loaded.has_value() && report->checkpoint.loaded->revision > recovered) {
+    return absl::DataLossError(absl::StrCat("recovery reached only revision ", recovered,
+                                            ", but the checkpoint ", report->checkpoint.loaded->path,
+                                            " was taken at revision ", report->checkpoint.loaded->revision,
+                                            " (it holds revision ", report->checkpoint.loaded->base_revision,
+                                            " and needs the log after it); the log is missing records"));
+  }
+  for (const SkippedCheckpoint& skip : report->checkpoint.skipped) {
+    if (skip.revision > recovered) {
+      return absl::DataLossError(absl::StrCat("recovery reached only revision ", recovered,
+                                              ", but the checkpoint ", skip.path, " of revision ",
+                                              skip.revision, " could not be used (", skip.reason,
+                                              ") and no other checkpoint and the log reach it; ",
+                                              "refusing to start with less than was acknowledged"));
+    }
+  }
+  // The checkpoints passed over are kept for inspection under names the next load skips.
+  for (SkippedCheckpoint& skip : report->checkpoint.skipped) {
+    absl::StatusOr<std::string> aside =
+        SetCheckpointAside(fs_, checkpoint_dir_, CheckpointFile{skip.path, skip.revision});
+    if (!aside.ok()) return aside.status();
+    skip.renamed_to = *aside;
+    spdlog::error("checkpoint {} kept as {}; recovered without it", skip.path, skip.renamed_to);
+  }
+  // 4. The last compaction (etcd keeps it across a restart).
+  absl::StatusOr<int64_t> compacted = ReadCompactionRecord(fs_, options_.data_dir);
+  if (!compacted.ok()) return compacted.status();
+  if (absl::Status s = store_->RestoreCompaction(*compacted); !s.ok()) {
+    return absl::DataLossError(
+        absl::StrCat(JoinPath(options_.data_dir, kCompactionRecordName), ": ", s.message()));
+  }
+
   store_->AttachWal(wal_.get());
+  store_->SetCompactionLog([this](int64_t revision) { return LogCompaction(revision); });
   report->revision = store_->Revision();
   report->keys = static_cast<uint64_t>(store_->KeyCount());
   report->duration =
       std::chrono::duration_cast<std::chrono::milliseconds>(std::chrono::steady_clock::now() - start);
   return absl::OkStatus();
+}
+
+absl::Status Engine::LogCompaction(int64_t revision) {
+  // Runs in a safe region (Store::Compact). The record must never name a revision the log could lose:
+  // sync the log through it first (in every fsync mode), then the record.
+  std::lock_guard<std::mutex> lock(compaction_mu_);
+  if (absl::Status s = wal_->SyncThrough(revision); !s.ok()) return s;
+  absl::Status s = WriteCompactionRecord(fs_, options_.data_dir, revision);
+  if (!s.ok()) {
+    spdlog::error("compaction to revision {} not recorded: {}", revision, s.ToString());
+  }
+  return s;
 }
 
 absl::StatusOr<CheckpointStats> Engine::Checkpoint() {
@@ -132,37 +258,53 @@ absl::StatusOr<CheckpointStats> Engine::Checkpoint() {
   // After a disk error the store is read-only: nothing more is written to that disk.
   if (wal_->failed()) return wal_->failed_status();
   const auto start = std::chrono::steady_clock::now();
-  const int64_t revision = store_->Revision();
+  int64_t taken_at = 0;
+  // The checkpoint holds the oldest revision still readable, so that the log after it rebuilds the
+  // whole history window at recovery. The window may move on (writers commit, a Compact) between
+  // choosing the revision and starting the snapshot read, which then answers "compacted": choose again.
+  // Once the snapshot has started, it keeps its state alive until it ends.
   std::unique_ptr<CheckpointWriter> writer;
-  {
-    runtime::SafeRegion io;
-    absl::StatusOr<std::unique_ptr<CheckpointWriter>> w =
-        CheckpointWriter::Open(fs_, checkpoint_dir_, revision, store_->CompactRevision());
-    if (!w.ok()) return w.status();
-    writer = std::move(*w);
-  }
-  // Entries are copied out of the snapshot in batches and written in safe regions, so a collection
-  // never waits for the disk.
-  std::vector<StoredKeyValue> batch;
+  absl::Status read;
   absl::Status write_status;
-  auto write_batch = [&] {
-    runtime::SafeRegion io;
-    for (const StoredKeyValue& kv : batch) {
-      if (!write_status.ok()) break;
-      write_status = writer->Add(
-          CheckpointEntry{kv.key, kv.value, kv.create_revision, kv.mod_revision, kv.version, kv.lease});
+  int64_t base = 0;
+  for (int attempt = 0;; ++attempt) {
+    // The newest revision, then the compaction (not after it), then the base (not before the compaction).
+    taken_at = store_->Revision();
+    const int64_t compact_revision = store_->CompactRevision();
+    base = std::clamp<int64_t>(store_->OldestReadableRevision(), 1, taken_at);
+    {
+      runtime::SafeRegion io;
+      absl::StatusOr<std::unique_ptr<CheckpointWriter>> w =
+          CheckpointWriter::Open(fs_, checkpoint_dir_, taken_at, std::min(compact_revision, base), base);
+      if (!w.ok()) return w.status();
+      writer = std::move(*w);
     }
-    batch.clear();
-  };
-  int64_t snapshot_revision = 0;
-  absl::Status read = store_->ForEachAt(
-      revision,
-      [&](const StoredKeyValue& kv) {
-        batch.push_back(kv);
-        if (batch.size() >= 4096) write_batch();
-      },
-      &snapshot_revision);
-  if (read.ok()) write_batch();
+    // Entries are copied out of the snapshot in batches and written in safe regions, so a collection
+    // never waits for the disk.
+    std::vector<StoredKeyValue> batch;
+    write_status = absl::OkStatus();
+    auto write_batch = [&] {
+      runtime::SafeRegion io;
+      for (const StoredKeyValue& kv : batch) {
+        if (!write_status.ok()) break;
+        write_status = writer->Add(
+            CheckpointEntry{kv.key, kv.value, kv.create_revision, kv.mod_revision, kv.version, kv.lease});
+      }
+      batch.clear();
+    };
+    int64_t snapshot_revision = 0;
+    read = store_->ForEachAt(
+        base,
+        [&](const StoredKeyValue& kv) {
+          batch.push_back(kv);
+          if (batch.size() >= 4096) write_batch();
+        },
+        &snapshot_revision);
+    if (read.ok()) write_batch();
+    if (read != errors::Compacted() || attempt >= 100) break;
+    runtime::SafeRegion io;
+    writer->Abort();
+  }
   absl::StatusOr<CheckpointInfo> info;
   {
     runtime::SafeRegion io;
@@ -174,7 +316,8 @@ absl::StatusOr<CheckpointStats> Engine::Checkpoint() {
     // leave a checkpoint at R over a log that ends before R; the restarted log would continue at R + 1
     // in a new segment, and if checkpoint R were then found corrupt, the fallback to the previous
     // checkpoint would meet a gap in the log and cut away every write after it, acknowledged ones too.
-    if (absl::Status s = wal_->SyncThrough(revision); !s.ok()) {
+    // Through `taken_at`, not only the base: recovery refuses to end before a checkpoint's revision.
+    if (absl::Status s = wal_->SyncThrough(taken_at); !s.ok()) {
       writer->Abort();
       return s;
     }
@@ -184,21 +327,20 @@ absl::StatusOr<CheckpointStats> Engine::Checkpoint() {
     // there are that many, the fallback for a corrupt checkpoint is the log from its start: keep it all.
     (void)RemoveOldCheckpoints(fs_, checkpoint_dir_, options_.checkpoint_keep);
     absl::StatusOr<std::vector<CheckpointFile>> kept = ListCheckpoints(fs_, checkpoint_dir_);
+    // The oldest kept one needs the log from its base revision on.
     if (kept.ok() && !kept->empty() && kept->size() >= static_cast<size_t>(options_.checkpoint_keep)) {
-      (void)wal_->RemoveSegmentsUpTo(kept->front().revision);
+      absl::StatusOr<CheckpointInfo> oldest = ReadCheckpointHeader(fs_, kept->front().path);
+      if (oldest.ok()) (void)wal_->RemoveSegmentsUpTo(oldest->base_revision);
     }
   }
   CheckpointStats stats;
   stats.revision = info->revision;
+  stats.base_revision = info->base_revision;
   stats.entries = info->entry_count;
+  stats.bytes = info->bytes;
   stats.path = info->path;
   stats.duration =
       std::chrono::duration_cast<std::chrono::milliseconds>(std::chrono::steady_clock::now() - start);
-  {
-    runtime::SafeRegion io;
-    struct stat st;
-    if (stat(info->path.c_str(), &st) == 0) stats.bytes = static_cast<uint64_t>(st.st_size);
-  }
   std::lock_guard<std::mutex> stats_lock(stats_mu_);
   last_checkpoint_ = stats;
   return stats;
@@ -216,22 +358,34 @@ void Engine::StartBackgroundCheckpoints() {
 
 void Engine::BackgroundLoop() {
   runtime::ThreadRegistration registration("checkpointer");
+  // After a failure, wait before trying again, doubling the wait after each further failure: a full
+  // or failing checkpoint disk is not hammered with a checkpoint a second, nor the log with errors.
+  std::chrono::milliseconds retry_delay{0};
+  auto next_attempt = std::chrono::steady_clock::now();
   for (;;) {
     {
       runtime::SafeRegion waiting;
       std::unique_lock<std::mutex> lock(background_mu_);
-      background_cv_.wait_for(lock, std::chrono::seconds(1), [this] { return stopping_; });
+      background_cv_.wait_for(lock, options_.checkpoint_poll, [this] { return stopping_; });
       if (stopping_) return;
     }
-    if (!wal_->failed() && store_->Revision() - last_checkpoint().revision >= options_.checkpoint_interval) {
-      absl::StatusOr<CheckpointStats> s = Checkpoint();
-      if (s.ok()) {
-        spdlog::info("checkpoint at revision {}: {} entries, {} bytes in {} ms ({})", s->revision, s->entries,
-                     s->bytes, s->duration.count(), s->path);
-      } else {
-        spdlog::error("checkpoint failed: {}", s.status().ToString());
-      }
+    if (wal_->failed() || std::chrono::steady_clock::now() < next_attempt ||
+        store_->Revision() - last_checkpoint().revision < options_.checkpoint_interval) {
+      continue;
     }
+    background_attempts_.fetch_add(1, std::memory_order_relaxed);  // a count only
+    absl::StatusOr<CheckpointStats> s = Checkpoint();
+    if (s.ok()) {
+      if (retry_delay.count() > 0) spdlog::info("checkpoint succeeded again after failures");
+      retry_delay = std::chrono::milliseconds(0);
+      spdlog::info("checkpoint at revision {} (holding revision {}): {} entries, {} bytes in {} ms ({})",
+                   s->revision, s->base_revision, s->entries, s->bytes, s->duration.count(), s->path);
+      continue;
+    }
+    retry_delay = retry_delay.count() == 0 ? options_.checkpoint_retry_initial
+                                           : std::min(retry_delay * 2, options_.checkpoint_retry_max);
+    next_attempt = std::chrono::steady_clock::now() + retry_delay;
+    spdlog::error("checkpoint failed: {}; next attempt in {} ms", s.status().ToString(), retry_delay.count());
   }
 }
 

@@ -2,8 +2,16 @@
 // checkpoint and its write-ahead log, logging every write, and checkpointing in the background.
 //
 // Data directory layout: LOCK (an flock held while open), wal/ (log segments), checkpoints/.
-// Recovery: load the newest valid checkpoint (falling back past corrupt ones), then replay the log
-// records after it (a torn or corrupt tail is cut and reported), then attach the log for new writes.
+// Data directory layout: LOCK (an flock held while open), wal/ (log segments), checkpoints/, and
+// COMPACTION (the last compaction, compaction_record.h).
+// Recovery: load the newest checkpoint that can be used (falling back past damaged ones, and past ones
+// the store refuses, loudly), then replay the log records after it (a torn tail is cut and reported),
+// then restore the compaction, then attach the log for new writes. Recovery fails rather than start
+// with less than a checkpoint it passed over or the compaction record shows was reached.
+// A checkpoint at revision R holds the store at the oldest revision still readable then (the start of
+// the history window, or the compaction), its base: the log after the base, replayed commit by commit,
+// rebuilds every readable past revision, so reads at a past revision answer after a restart as they did
+// before it. The log is kept back to the oldest kept checkpoint's base.
 // Checkpoints are taken from a snapshot read while writers continue; afterwards old checkpoints are
 // removed (keeping `checkpoint_keep`) and log segments older than the oldest kept checkpoint too.
 //
@@ -35,6 +43,11 @@ struct EngineOptions {
   StoreOptions store;
   int64_t checkpoint_interval = 100000;  // revisions between automatic checkpoints; 0: never
   int checkpoint_keep = 2;
+  // Background checkpoints: how often the thread looks whether one is due, and the wait after a
+  // failed one, doubled after each further failure up to the maximum (reset by a success).
+  std::chrono::milliseconds checkpoint_poll{1000};
+  std::chrono::milliseconds checkpoint_retry_initial{1000};
+  std::chrono::milliseconds checkpoint_retry_max{std::chrono::minutes(5)};
   FileSystem* file_system = nullptr;  // nullptr: the real one
 };
 
@@ -48,7 +61,8 @@ struct RecoveryReport {
 };
 
 struct CheckpointStats {
-  int64_t revision = 0;
+  int64_t revision = 0;       // the newest revision when it was taken (its name)
+  int64_t base_revision = 0;  // the revision of the state it holds: the oldest readable one then
   uint64_t entries = 0;
   uint64_t bytes = 0;
   std::chrono::milliseconds duration{0};
@@ -66,15 +80,21 @@ class Engine {
   Wal& wal() { return *wal_; }
   const EngineOptions& options() const { return options_; }
 
-  // Writes a checkpoint of the newest state (writers keep going) and removes what it makes obsolete.
-  // The checkpoint becomes valid only after the log is synced through its revision (in every fsync
-  // mode), so the log on disk always reaches the newest valid checkpoint. Fails, writing nothing valid,
-  // if the log has failed. Blocks on disk I/O (in safe regions). One checkpoint at a time.
+  // Writes a checkpoint at the newest revision R holding the state at the oldest readable revision
+  // (writers keep going), and removes what it makes obsolete. It becomes valid only after the log is
+  // synced through R (in every fsync mode), so the log on disk always reaches the newest valid
+  // checkpoint. Fails, writing nothing valid, if the log has failed. Blocks on disk I/O (in safe
+  // regions). One checkpoint at a time.
   absl::StatusOr<CheckpointStats> Checkpoint();
   CheckpointStats last_checkpoint() const;
 
-  // Starts / stops the thread that checkpoints every `checkpoint_interval` revisions.
+  // Starts the thread that checkpoints every `checkpoint_interval` revisions (Close stops it). A failed
+  // checkpoint is retried after checkpoint_retry_initial, doubling up to checkpoint_retry_max.
   void StartBackgroundCheckpoints();
+  // Background checkpoints attempted so far, failed ones included.
+  uint64_t background_checkpoint_attempts() const {
+    return background_attempts_.load(std::memory_order_relaxed);  // a count only: no ordering needed
+  }
   // Stops background work and closes the log (flushing and syncing it). Idempotent.
   absl::Status Close();
 
@@ -84,6 +104,9 @@ class Engine {
  private:
   Engine(const EngineOptions& options, FileSystem* fs, int lock_fd);
   absl::Status Recover(RecoveryReport* report);
+  // Loads the newest checkpoint the store accepts into a new store_; fills report->checkpoint.
+  absl::Status LoadCheckpoint(CheckpointLoadResult* report);
+  absl::Status LogCompaction(int64_t revision);
   void BackgroundLoop();
 
   const EngineOptions options_;
@@ -102,6 +125,8 @@ class Engine {
   std::condition_variable background_cv_;
   bool stopping_ = false;  // guarded by background_mu_
   std::thread background_;
+  std::atomic<uint64_t> background_attempts_{0};
+  std::mutex compaction_mu_;  // one compaction record write at a time (Store::Compact serializes too)
   bool closed_ = false;
 };
 

@@ -187,7 +187,7 @@ int64_t Store::WindowStart(int64_t current) {
 }
 
 int64_t Store::OldestReadableRevision() {
-  return std::max(compact_revision_.load(std::memory_order_acquire), WindowStart(Revision()));
+  return std::max({compact_revision_.load(std::memory_order_acquire), LoadFloor(), WindowStart(Revision())});
 }
 
 void Store::UpdateRetention() {
@@ -205,6 +205,8 @@ void Store::UpdateRetention() {
   // If the log fails, reads are capped at its durable revision (ReadCap): keep that one readable. It
   // trails the newest revision by the records not yet durable, one group commit's worth.
   if (wal_ != nullptr) keep_from = std::min(keep_from, wal_->durable_revision());
+  // Nothing before a loaded checkpoint's revision exists as a revision (those are loading states).
+  keep_from = std::max(keep_from, LoadFloor());
   runtime::stm::SetRetainedTime(TimeOf(std::max<int64_t>(1, keep_from)));
 }
 
@@ -215,7 +217,7 @@ absl::StatusOr<etcdserverpb::RangeResponse> Store::Range(const etcdserverpb::Ran
   const int64_t current = cap > 0 ? std::min(committed, cap) : committed;
   const int64_t rev = request.revision();
   if (rev > current) return errors::FutureRevision();
-  if (rev > 0 && rev < CompactRevision()) return errors::Compacted();
+  if (rev > 0 && (rev < CompactRevision() || rev < LoadFloor())) return errors::Compacted();
   // Once the log has failed, "the newest state" is the state at the cap.
   const int64_t at = rev > 0 ? rev : (cap > 0 ? current : 0);
   etcdserverpb::RangeResponse out;
@@ -374,14 +376,31 @@ void Store::ReadPastRanges(const etcdserverpb::TxnRequest& request, store::PastR
 
 absl::StatusOr<etcdserverpb::CompactionResponse> Store::Compact(
     const etcdserverpb::CompactionRequest& request) {
+  // One compaction at a time: its log write, then its effect. Waiting for the lock (another Compact may
+  // be writing its record) happens in a safe region.
+  std::unique_lock<std::mutex> lock(compact_mu_, std::try_to_lock);
+  if (!lock.owns_lock()) {
+    runtime::SafeRegion waiting;
+    lock.lock();
+  }
   const int64_t current = Revision();
   const int64_t rev = request.revision();
   if (rev > current) return errors::FutureRevision();
-  int64_t seen = compact_revision_.load(std::memory_order_acquire);
-  for (;;) {
-    if (rev <= seen) return errors::Compacted();
-    if (compact_revision_.compare_exchange_weak(seen, rev, std::memory_order_acq_rel)) break;
+  // Only Compact writes compact_revision_ after recovery, and it holds compact_mu_: a relaxed load
+  // would do; acquire pairs with the release below for readers' sake and costs nothing here.
+  if (rev <= compact_revision_.load(std::memory_order_acquire)) return errors::Compacted();
+  if (compaction_log_) {
+    // Durable before it takes effect (etcd replies once the compaction is committed to its log): a
+    // crash after the reply never brings compacted revisions back.
+    absl::Status logged;
+    {
+      runtime::SafeRegion io;
+      logged = compaction_log_(rev);
+    }
+    if (!logged.ok()) return errors::LogFailure(logged);
   }
+  // Release: a reader that sees the new compact revision also sees what preceded it (the log write).
+  compact_revision_.store(rev, std::memory_order_release);
   UpdateRetention();
   etcdserverpb::CompactionResponse out;
   out.mutable_header()->set_revision(current);
@@ -404,7 +423,7 @@ absl::Status Store::ForEachAt(int64_t revision, const std::function<void(const S
                               int64_t* snapshot_revision) {
   const int64_t current = Revision();
   if (revision > current) return errors::FutureRevision();
-  if (revision > 0 && revision < CompactRevision()) return errors::Compacted();
+  if (revision > 0 && (revision < CompactRevision() || revision < LoadFloor())) return errors::Compacted();
   if (revision <= 0 && ReadCap() > 0) revision = current;  // the newest state readers see
   const RevisionClock clock{time_base_};
   absl::Status s = runtime::stm::ReadOnlyAt(revision > 0 ? TimeOf(revision) : 0, [&](SnapshotTx& tx) {
@@ -427,7 +446,28 @@ absl::StatusOr<store::TreeShape> Store::Shape() {
   return runtime::stm::ReadOnly([&](SnapshotTx& tx) { return store::MeasureShape(tx, RootRef()); });
 }
 
-absl::Status Store::LoadEntries(const std::vector<StoredKeyValue>& batch) {
+absl::Status Store::LoadEntries(const std::vector<StoredKeyValue>& batch, int64_t revision) {
+  // Check the whole batch before inserting any of it: a checkpoint whose CRC holds but whose content
+  // cannot be a store at `revision` (a writer's bug) is refused, and recovery falls back.
+  std::string_view last = load_last_key_;
+  for (size_t i = 0; i < batch.size(); ++i) {
+    const StoredKeyValue& kv = batch[i];
+    const uint64_t index = load_count_ + i;
+    if (index > 0 && kv.key <= last) {
+      return absl::DataLossError(absl::StrCat("checkpoint entry ", index,
+                                              " is not after the entry before it "
+                                              "(keys must ascend and be unique)"));
+    }
+    if (kv.create_revision < 1 || kv.create_revision > kv.mod_revision || kv.mod_revision > revision ||
+        kv.version < 1) {
+      return absl::DataLossError(absl::StrCat(
+          "checkpoint entry ", index, " has create revision ", kv.create_revision, ", mod revision ",
+          kv.mod_revision, ", version ", kv.version, " in a checkpoint of revision ", revision));
+    }
+    last = kv.key;
+  }
+  // Each batch is one transaction and takes a step of the runtime's time; FinishLoad moves revision 1's
+  // time (time_base_) so that the checkpoint's revision comes after all of them, however many there were.
   absl::Status s = runtime::stm::Atomically([&](Tx& tx) {
     Ref<store::StoreRoot> root = RootRef();
     for (const StoredKeyValue& item : batch) {
@@ -442,22 +482,45 @@ absl::Status Store::LoadEntries(const std::vector<StoredKeyValue>& batch) {
       store::Insert(tx, root, item.key, key, Ref<store::Entry>(e));
     }
   });
-  if (s.ok()) key_count_.fetch_add(static_cast<int64_t>(batch.size()), std::memory_order_relaxed);
-  return s;
+  if (!s.ok()) return s;
+  if (!batch.empty()) load_last_key_ = batch.back().key;
+  load_count_ += batch.size();
+  key_count_.fetch_add(static_cast<int64_t>(batch.size()), std::memory_order_relaxed);
+  return absl::OkStatus();
 }
 
 absl::Status Store::FinishLoad(int64_t revision, int64_t compact_revision) {
-  // Each loading transaction advanced the runtime's time by 2; a checkpoint of revision R holds at
-  // most 128 * R keys (a Txn writes at most 128), so batches of at least 256 keep the time below R's.
-  const uint64_t target = TimeOf(revision);
-  if (runtime::stm::LastCommittedTime() > target) {
+  if (revision < 1 || compact_revision < 0 || compact_revision > revision) {
     return absl::DataLossError(
-        absl::StrCat("the checkpoint at revision ", revision, " holds more keys than it can"));
+        absl::StrCat("checkpoint of revision ", revision, " with compact revision ", compact_revision));
   }
+  // Revision `revision` is the state now: the time after the last loading transaction, or later. Moving
+  // time_base_ (instead of requiring the loading transactions to fit below the revision's time) makes
+  // the load independent of how many keys one revision wrote. Every entry loaded carries explicit
+  // revisions, so no revision is ever derived from the loading transactions' commit times.
+  const uint64_t target = std::max(runtime::stm::LastCommittedTime(), TimeOf(revision)) & ~uint64_t{1};
   runtime::stm::AdvanceGlobalTime(target);
+  time_base_ = target - 2 * static_cast<uint64_t>(revision - 1);
   // The states between the loading transactions are not revisions anyone wrote: nothing older than
-  // the checkpoint is readable.
-  compact_revision_.store(std::max(revision, compact_revision), std::memory_order_release);
+  // the checkpoint is readable. The compaction is restored as it was (etcd: -1 while none was made).
+  // Relaxed: written before the store is handed to other threads (LoadFloor).
+  load_floor_.store(revision, std::memory_order_relaxed);
+  compact_revision_.store(compact_revision > 0 ? compact_revision : -1, std::memory_order_release);
+  UpdateRetention();
+  return absl::OkStatus();
+}
+
+absl::Status Store::RestoreCompaction(int64_t compact_revision) {
+  const int64_t current = CommittedRevision();
+  if (compact_revision > current) {
+    return absl::DataLossError(absl::StrCat("a compaction at revision ", compact_revision,
+                                            " was acknowledged, but the recovered store ends at revision ",
+                                            current));
+  }
+  // Recovery runs before any request: no Compact races with this.
+  if (compact_revision > compact_revision_.load(std::memory_order_acquire)) {
+    compact_revision_.store(compact_revision, std::memory_order_release);
+  }
   UpdateRetention();
   return absl::OkStatus();
 }

@@ -15,8 +15,9 @@
 // it is one of the last `history_revisions` revisions or was committed within the last
 // `history_duration` (like etcd's auto-compaction in revision and periodic modes; with both off, until
 // an explicit Compact); the store tells the runtime to retain them. Compact(rev) moves the start of
-// the window forward. History lives in memory: after a restart the oldest readable revision is the
-// one recovered.
+// the window forward; with a compaction log set (SetCompactionLog), it is recorded durably before it
+// takes effect. History lives in memory; a restart rebuilds it (server/engine checkpoints the window's
+// oldest revision and replays the log after it, so each revision is committed again).
 //
 // Thread-safety: thread-safe. Every method must be called from a thread registered with the runtime
 // and outside any transaction. At most one Store exists in a process at a time (revisions are derived
@@ -29,6 +30,7 @@
 #include <cstdint>
 #include <deque>
 #include <functional>
+#include <limits>
 #include <memory>
 #include <mutex>
 #include <string>
@@ -108,7 +110,8 @@ class Store {
   int64_t KeyCount() const { return key_count_.load(std::memory_order_relaxed); }
   // The B+-tree's shape in the newest state (walks every node).
   absl::StatusOr<store::TreeShape> Shape();
-  // The oldest revision a read can name: the compaction's, or the start of the history window.
+  // The oldest revision a read can name: the compaction's, the start of the history window, or the
+  // revision of the checkpoint the store was loaded from, whichever is newest.
   int64_t OldestReadableRevision();
   // The runtime time after the commit of `revision`, and back.
   uint64_t TimeOf(int64_t revision) const;
@@ -119,10 +122,21 @@ class Store {
   // (writers keep going). Fails like Range at a past revision.
   absl::Status ForEachAt(int64_t revision, const std::function<void(const StoredKeyValue&)>& visit,
                          int64_t* snapshot_revision);
-  // Recovery from a checkpoint, before any other request: LoadEntries inserts a batch of key-values (in
-  // key order or not) in one transaction; FinishLoad then makes `revision` the current revision.
-  absl::Status LoadEntries(const std::vector<StoredKeyValue>& batch);
+  // Recovery from a checkpoint of `revision`, before any other request: LoadEntries inserts a batch of
+  // key-values in one transaction; they must come in strictly ascending key order across all batches,
+  // with 1 <= create_revision <= mod_revision <= revision and version >= 1, else DataLoss naming the
+  // entry (nothing of the batch is inserted). The number of entries per revision does not matter.
+  // FinishLoad then makes `revision` the current revision and the oldest readable one, and restores
+  // `compact_revision` (<= revision; 0: nothing compacted).
+  absl::Status LoadEntries(const std::vector<StoredKeyValue>& batch, int64_t revision);
   absl::Status FinishLoad(int64_t revision, int64_t compact_revision);
+  // Recovery, after the log is replayed: the compaction recorded by the compaction log. DataLoss if it
+  // is past the current revision (the log lost records the compaction was acknowledged after).
+  absl::Status RestoreCompaction(int64_t compact_revision);
+  // Compact calls `log(revision)` before a compaction takes effect, serialized (one at a time, in
+  // increasing revisions) and in a safe region; an error fails the Compact, which then changes nothing.
+  // Set before any request (recovery does it).
+  void SetCompactionLog(std::function<absl::Status(int64_t)> log) { compaction_log_ = std::move(log); }
   // Recovery: re-applies a logged write, which must produce exactly `revision`. Nothing is logged.
   absl::Status Replay(int64_t revision, std::string_view payload);
   // Starts logging writes to `wal` (after recovery). `wal` must outlive the store.
@@ -143,14 +157,27 @@ class Store {
   int64_t WindowStart(int64_t current);
   void UpdateRetention();
   runtime::stm::Ref<store::StoreRoot> RootRef() const;
+  // Relaxed: FinishLoad writes it during recovery, before the store is handed to other threads (which
+  // orders it before their reads); it never changes afterwards.
+  int64_t LoadFloor() const { return load_floor_.load(std::memory_order_relaxed); }
 
   const StoreOptions options_;
   Wal* wal_;
   runtime::GlobalRoot root_;
   std::mutex history_mu_;
   std::deque<std::pair<std::chrono::steady_clock::time_point, int64_t>>
-      history_times_;       // guarded by history_mu_
-  uint64_t time_base_ = 0;  // the runtime time of revision 1: written before any request, then read-only
+      history_times_;  // guarded by history_mu_
+  // The runtime time of revision 1: written at creation and by FinishLoad, before any request (the
+  // store is handed to other threads only after recovery), then read-only.
+  uint64_t time_base_ = 0;
+  // Recovery state, owned by the recovering thread before any request: the oldest readable revision
+  // after a load (the states before it are not revisions anyone wrote), the last key loaded (keys must
+  // ascend) and the entries loaded. load_floor_ is read-only afterwards, like time_base_.
+  std::atomic<int64_t> load_floor_{std::numeric_limits<int64_t>::min()};  // nothing loaded: no floor
+  std::string load_last_key_;
+  uint64_t load_count_ = 0;
+  std::function<absl::Status(int64_t)> compaction_log_;  // set before any request, then read-only
+  std::mutex compact_mu_;                                // serializes Compact (its log write and its effect)
   std::atomic<int64_t> compact_revision_{-1};  // as etcd: nothing compacted yet (Compact 0 succeeds)
   std::atomic<int64_t> key_count_{0};
 };

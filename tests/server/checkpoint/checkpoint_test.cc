@@ -3,12 +3,15 @@
 #include "server/checkpoint/checkpoint.h"
 
 #include <cerrno>
+#include <cstring>
 #include <filesystem>
 #include <random>
 #include <string>
 #include <vector>
 
 #include "gtest/gtest.h"
+#include "server/checkpoint/checkpoint_format.h"
+#include "server/wal/crc32c.h"
 #include "server/wal/fault_injecting_file_system.h"
 #include "tests/server/wal/test_util.h"
 
@@ -98,6 +101,50 @@ TEST(Checkpoint, RoundTripOfOneHundredThousandEntries) {
   ASSERT_EQ(loaded.entries.size(), entries.size());
   for (size_t i = 0; i < entries.size(); ++i) ASSERT_EQ(loaded.entries[i], entries[i]) << "entry " << i;
   EXPECT_TRUE(VerifyCheckpoint(DefaultFileSystem(), written.path).ok());
+}
+
+TEST(Checkpoint, TheBaseRevisionRoundTripsAndIsChecked) {
+  ScratchDir dir;
+  auto writer = CheckpointWriter::Open(DefaultFileSystem(), dir.path(), 50, 10, 30);
+  ASSERT_TRUE(writer.ok()) << writer.status();
+  ASSERT_TRUE((*writer)->Add({"k", "v", 3, 30, 2, 0}).ok());
+  absl::StatusOr<CheckpointInfo> written = (*writer)->Finish();
+  ASSERT_TRUE(written.ok()) << written.status();
+  EXPECT_EQ(written->path, dir.File("checkpoint-0000000000000032.ckpt"));
+  Loaded loaded = Load(dir.path());
+  ASSERT_TRUE(loaded.result.ok() && loaded.result->loaded.has_value()) << loaded.result.status();
+  EXPECT_EQ(loaded.result->loaded->revision, 50);
+  EXPECT_EQ(loaded.result->loaded->base_revision, 30);
+  EXPECT_EQ(loaded.result->loaded->compact_revision, 10);
+  absl::StatusOr<CheckpointInfo> header = ReadCheckpointHeader(DefaultFileSystem(), written->path);
+  ASSERT_TRUE(header.ok()) << header.status();
+  EXPECT_EQ(header->base_revision, 30);
+  // The compaction cannot be after the base, nor the base after the revision.
+  EXPECT_EQ(CheckpointWriter::Open(DefaultFileSystem(), dir.path(), 50, 31, 30).status().code(),
+            absl::StatusCode::kInvalidArgument);
+  EXPECT_EQ(CheckpointWriter::Open(DefaultFileSystem(), dir.path(), 50, 10, 51).status().code(),
+            absl::StatusCode::kInvalidArgument);
+}
+
+// Files written before the base revision existed (format version 1: a 40-byte header) still load, as
+// checkpoints holding their own revision.
+TEST(Checkpoint, VersionOneFilesStillLoad) {
+  ScratchDir dir;
+  namespace format = checkpoint_format;
+  std::string bytes = format::EncodeHeader({20, 5, 2, 20}).substr(0, format::kHeaderBytesV1);
+  const uint32_t version = 1;
+  std::memcpy(bytes.data() + 8, &version, 4);
+  format::AppendEntry({"a", "1", 2, 4, 1, 0}, &bytes);
+  format::AppendEntry({"b", "2", 3, 20, 5, 0}, &bytes);
+  bytes += format::EncodeFooter(Crc32c(bytes));
+  testing::WriteWholeFile(dir.File("checkpoint-0000000000000014.ckpt"), bytes);
+  Loaded loaded = Load(dir.path());
+  ASSERT_TRUE(loaded.result.ok() && loaded.result->loaded.has_value()) << loaded.result.status();
+  EXPECT_EQ(loaded.result->loaded->revision, 20);
+  EXPECT_EQ(loaded.result->loaded->base_revision, 20);
+  EXPECT_EQ(loaded.result->loaded->compact_revision, 5);
+  ASSERT_EQ(loaded.entries.size(), 2u);
+  EXPECT_EQ(loaded.entries[1], (Entry{"b", "2", 3, 20, 5, 0}));
 }
 
 TEST(Checkpoint, EmptyStoreRoundTrips) {
@@ -253,7 +300,7 @@ TEST(Checkpoint, UnknownFormatVersionIsAnErrorNotAFallback) {
   WriteCheckpoint(dir.path(), 10, RandomEntries(8, 10));
   const CheckpointInfo newest = WriteCheckpoint(dir.path(), 20, RandomEntries(9, 10));
   std::string bytes = testing::ReadWholeFile(newest.path);
-  bytes[8] = 2;
+  bytes[8] = 3;  // versions 1 and 2 are read
   testing::WriteWholeFile(newest.path, bytes);
   Loaded loaded = Load(dir.path());
   EXPECT_EQ(loaded.result.status().code(), absl::StatusCode::kFailedPrecondition) << loaded.result.status();

@@ -232,7 +232,7 @@ TEST(EngineTest, ACheckpointWhileTwoWritersCommitHoldsOneRevisionAndRemovesOldSe
     EngineOptions o = Options(dir);
     o.fsync_mode = FsyncMode::kNone;  // the checkpoint syncs the log itself
     o.wal_segment_bytes = 16 << 10;
-    o.store.history_revisions = 0;  // every revision stays readable, to compare with
+    o.store.history_revisions = 0;  // every revision after the compaction stays readable, to compare with
     auto engine = Engine::Open(o, nullptr);
     CHILD_CHECK(engine.ok(), "%s", engine.status().ToString().c_str());
     Store& store = (*engine)->store();
@@ -265,24 +265,35 @@ TEST(EngineTest, ACheckpointWhileTwoWritersCommitHoldsOneRevisionAndRemovesOldSe
           });
       CHILD_CHECK(loaded.ok() && loaded->loaded && loaded->loaded->revision == c.revision, "%s",
                   loaded.ok() ? loaded->ToString().c_str() : loaded.status().ToString().c_str());
-      CHILD_READ(at, Everything(store, c.revision));
+      CHILD_CHECK(loaded->loaded->base_revision == c.base_revision, "base revision");
+      CHILD_READ(at, Everything(store, c.base_revision));
       CHILD_CHECK(in_file == at, "checkpoint %lld: %zu keys, the store had %zu at that revision",
-                  static_cast<long long>(c.revision), in_file.size(), at.size());
+                  static_cast<long long>(c.base_revision), in_file.size(), at.size());
       for (const std::string prefix : {"w0/", "w1/"}) {
         int64_t steps = 0;
         const std::string problem = CheckStepsIn(in_file, prefix, false, &steps);
         CHILD_CHECK(problem.empty(), "%s%s", prefix.c_str(), problem.c_str());
       }
-      CHILD_CHECK(store.Revision() > c.revision, "the writers stopped during the checkpoint");
+      CHILD_CHECK(store.Revision() > c.revision && c.revision > c.base_revision,
+                  "the writers stopped during the checkpoint");
       return 0;
     };
+    // A checkpoint holds the oldest readable revision; with no window that is the compaction's. So
+    // compact to the newest revision, with the writers going, before each checkpoint.
+    auto compact_now = [&] {
+      etcdserverpb::CompactionRequest r;
+      r.set_revision(store.Revision());
+      return store.Compact(r).ok();
+    };
     std::this_thread::sleep_for(std::chrono::milliseconds(30));
+    CHILD_CHECK(compact_now(), "compact");
     auto first = (*engine)->Checkpoint();
     CHILD_CHECK(first.ok(), "%s", first.status().ToString().c_str());
     if (int rc = check_checkpoint(*first); rc != 0) return rc;
     const std::vector<int64_t> before = SegmentFirstRevisions(dir + "/wal");
     CHILD_CHECK(before.front() == 2, "the only checkpoint removed segments");
     std::this_thread::sleep_for(std::chrono::milliseconds(30));
+    CHILD_CHECK(compact_now(), "compact");
     auto second = (*engine)->Checkpoint();
     CHILD_CHECK(second.ok(), "%s", second.status().ToString().c_str());
     if (int rc = check_checkpoint(*second); rc != 0) return rc;
@@ -292,18 +303,18 @@ TEST(EngineTest, ACheckpointWhileTwoWritersCommitHoldsOneRevisionAndRemovesOldSe
       for (auto& w : writers) w.join();
     }
     CHILD_CHECK(failures.load() == 0, "%d writes failed", failures.load());
-    // The segments wholly before the first checkpoint are gone; the one holding the revision
-    // after it is still there.
+    // The segments wholly before the state the first checkpoint holds are gone; the one holding the
+    // revision after it is still there.
     std::vector<std::string> doomed;
     for (size_t i = 0; i + 1 < before.size(); ++i) {
-      if (before[i + 1] - 1 <= first->revision) {
+      if (before[i + 1] - 1 <= first->base_revision) {
         doomed.push_back(dir + "/wal/" + NumberedFileName("wal-", before[i], ".log"));
       }
     }
     CHILD_CHECK(doomed.size() >= 10, "only %zu segments before the first checkpoint", doomed.size());
     for (const std::string& path : doomed) CHILD_CHECK(!fs::exists(path), "%s is still there", path.c_str());
     const std::vector<int64_t> after = SegmentFirstRevisions(dir + "/wal");
-    CHILD_CHECK(after.front() <= first->revision + 1 && after.size() >= 2,
+    CHILD_CHECK(after.front() <= first->base_revision + 1 && after.size() >= 2,
                 "the log no longer reaches back to the first checkpoint");
     std::printf("checkpoints at %lld (%llu entries) and %lld (%llu entries); %zu segments removed\n",
                 static_cast<long long>(first->revision), static_cast<unsigned long long>(first->entries),

@@ -101,6 +101,9 @@ inline EngineOptions Options(const std::string& dir) {
   o.fsync_mode = FsyncMode::kAlways;
   o.checkpoint_interval = 0;
   o.wal_segment_bytes = 256 << 10;  // several segments in a test
+  // A checkpoint holds the oldest readable revision: with only the newest one retained, that is the
+  // revision it is taken at, which the tests of checkpoints and fallbacks count on.
+  o.store.history_revisions = 1;
   return o;
 }
 

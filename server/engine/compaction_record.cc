@@ -1,0 +1,92 @@
+// The compaction record file (compaction_record.h).
+#include "server/engine/compaction_record.h"
+
+#include <bit>
+#include <cstring>
+#include <memory>
+#include <string_view>
+
+#include "absl/strings/str_cat.h"
+#include "absl/strings/str_format.h"
+#include "server/wal/crc32c.h"
+
+namespace revkv::server {
+namespace {
+
+static_assert(std::endian::native == std::endian::little, "revkv's file formats assume a little-endian host");
+
+constexpr std::string_view kMagic = "revkvCMP";
+constexpr uint32_t kFormatVersion = 1;
+constexpr size_t kRecordBytes = 24;
+
+std::string Encode(int64_t revision) {
+  std::string bytes(kRecordBytes, '\0');
+  std::memcpy(bytes.data(), kMagic.data(), kMagic.size());
+  std::memcpy(bytes.data() + 8, &kFormatVersion, 4);
+  std::memcpy(bytes.data() + 16, &revision, 8);
+  const uint32_t crc = Crc32c(std::string_view(bytes.data() + 16, 8));
+  std::memcpy(bytes.data() + 12, &crc, 4);
+  return bytes;
+}
+
+}  // namespace
+
+absl::StatusOr<int64_t> ReadCompactionRecord(FileSystem* fs, const std::string& dir) {
+  const std::string path = JoinPath(dir, kCompactionRecordName);
+  const std::string tmp = path + ".tmp";
+  // A crash between writing and renaming the temporary file: the Compact was never acknowledged.
+  if (absl::StatusOr<std::unique_ptr<ReadableFile>> t = fs->OpenReadable(tmp); t.ok()) {
+    t->reset();
+    if (absl::Status s = fs->Remove(tmp); !s.ok()) return s;
+  }
+  absl::StatusOr<std::unique_ptr<ReadableFile>> file = fs->OpenReadable(path);
+  if (absl::IsNotFound(file.status())) return 0;
+  if (!file.ok()) return file.status();
+  absl::StatusOr<uint64_t> size = (*file)->Size();
+  if (!size.ok()) return size.status();
+  auto damaged = [&](const std::string& what) {
+    return absl::DataLossError(absl::StrCat("compaction record ", path, ": ", what));
+  };
+  if (*size != kRecordBytes) return damaged(absl::StrCat(*size, " bytes where ", kRecordBytes, " belong"));
+  char bytes[kRecordBytes];
+  absl::StatusOr<size_t> read = (*file)->ReadAt(0, bytes, kRecordBytes);
+  if (!read.ok()) return read.status();
+  if (*read != kRecordBytes) return damaged("short read");
+  if (std::string_view(bytes, kMagic.size()) != kMagic) return damaged("bad magic");
+  uint32_t version = 0;
+  uint32_t stored_crc = 0;
+  int64_t revision = 0;
+  std::memcpy(&version, bytes + 8, 4);
+  std::memcpy(&stored_crc, bytes + 12, 4);
+  std::memcpy(&revision, bytes + 16, 8);
+  if (version != kFormatVersion) {
+    return absl::FailedPreconditionError(absl::StrCat("compaction record ", path, ": format version ",
+                                                      version, "; this build reads version ",
+                                                      kFormatVersion));
+  }
+  const uint32_t crc = Crc32c(std::string_view(bytes + 16, 8));
+  if (crc != stored_crc) {
+    return damaged(absl::StrFormat("CRC mismatch: stored 0x%08x, computed 0x%08x", stored_crc, crc));
+  }
+  if (revision < 0) return damaged(absl::StrCat("negative revision ", revision));
+  return revision;
+}
+
+absl::Status WriteCompactionRecord(FileSystem* fs, const std::string& dir, int64_t revision) {
+  const std::string path = JoinPath(dir, kCompactionRecordName);
+  const std::string tmp = path + ".tmp";
+  absl::StatusOr<std::unique_ptr<WritableFile>> file = fs->OpenWritable(tmp, OpenMode::kTruncate);
+  if (!file.ok()) return file.status();
+  absl::Status s = (*file)->Append(Encode(revision));
+  if (s.ok()) s = (*file)->Sync();
+  if (absl::Status closed = (*file)->Close(); s.ok()) s = closed;
+  if (s.ok()) s = fs->Rename(tmp, path);
+  if (!s.ok()) {
+    fs->Remove(tmp).IgnoreError();  // best effort: the next startup removes a leftover
+    return s;
+  }
+  // Until the directory is synced the rename may be lost in a crash.
+  return fs->SyncDirectory(dir);
+}
+
+}  // namespace revkv::server
