@@ -170,6 +170,19 @@ absl::Status Engine::Recover(RecoveryReport* report) {
     last_checkpoint_.path = loaded.path;
   }
 
+  // The log was synced through the revision of every checkpoint (loaded or passed over) and of the
+  // compaction record before they were written: the log must reach it, and a tear at or below it is
+  // damage, not a crash's torn tail. The WAL refuses both before it changes anything.
+  absl::StatusOr<int64_t> compacted = ReadCompactionRecord(fs_, options_.data_dir);
+  if (!compacted.ok()) return compacted.status();
+  int64_t durable_through = *compacted;
+  if (report->checkpoint.loaded.has_value()) {
+    durable_through = std::max(durable_through, report->checkpoint.loaded->revision);
+  }
+  for (const SkippedCheckpoint& skip : report->checkpoint.skipped) {
+    durable_through = std::max(durable_through, skip.revision);
+  }
+
   // 2. The log after it, replayed record by record; 3. the log attached for new writes.
   WalOptions wal_options;
   wal_options.dir = wal_dir_;
@@ -186,7 +199,7 @@ absl::Status Engine::Recover(RecoveryReport* report) {
         }
         return store_->Replay(revision, payload);
       },
-      &report->wal);
+      &report->wal, durable_through);
   if (!wal.ok()) {
     if (report->checkpoint.skipped.empty()) return wal.status();
     return absl::Status(
@@ -223,8 +236,6 @@ absl::Status Engine::Recover(RecoveryReport* report) {
     spdlog::error("checkpoint {} kept as {}; recovered without it", skip.path, skip.renamed_to);
   }
   // 4. The last compaction (etcd keeps it across a restart).
-  absl::StatusOr<int64_t> compacted = ReadCompactionRecord(fs_, options_.data_dir);
-  if (!compacted.ok()) return compacted.status();
   if (absl::Status s = store_->RestoreCompaction(*compacted); !s.ok()) {
     return absl::DataLossError(
         absl::StrCat(JoinPath(options_.data_dir, kCompactionRecordName), ": ", s.message()));

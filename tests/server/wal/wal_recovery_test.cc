@@ -65,6 +65,10 @@ TEST(WalRecovery, TornTailAtEveryByteOfTheLastRecordIsCutAndAppendingContinues) 
       ASSERT_EQ(opened.records.size(), static_cast<size_t>(kLast - 1));
       EXPECT_EQ(opened.records.back().first, kLast - 1);
       EXPECT_EQ(std::filesystem::file_size(last_segment), last.offset) << "truncated at the record";
+      // What was cut is kept: the segment as recovery found it, in <segment>.broken.
+      ASSERT_FALSE(report.broken_copy.empty());
+      EXPECT_EQ(report.broken_copy.rfind(last_segment + ".broken", 0), 0u) << report.broken_copy;
+      EXPECT_EQ(testing::ReadWholeFile(report.broken_copy), contents.substr(0, cut));
       EXPECT_NE(report.ToString().find(last_segment), std::string::npos);
       ASSERT_TRUE(opened.wal->WaitDurable(AppendOne(*opened.wal, kLast, "rewritten")).ok());
       ASSERT_TRUE(opened.wal->Close().ok());
@@ -97,6 +101,8 @@ TEST(WalRecovery, TornSegmentHeaderIsRemoved) {
   EXPECT_EQ(opened.report.corruption->segment, torn);
   EXPECT_EQ(opened.report.corruption->offset, 0u);
   EXPECT_EQ(opened.report.removed_segments, std::vector<std::string>{torn});
+  EXPECT_EQ(opened.report.broken_copy, torn + ".broken");
+  EXPECT_EQ(testing::ReadWholeFile(torn + ".broken"), "revkv") << "kept, not deleted";
   EXPECT_EQ(opened.report.next_revision, 11);
   EXPECT_EQ(opened.records.size(), 10u);
   ASSERT_TRUE(opened.wal->WaitDurable(AppendOne(*opened.wal, 11, "eleven")).ok());
