@@ -86,10 +86,12 @@ absl::StatusOr<std::unique_ptr<Engine>> Engine::Open(const EngineOptions& option
   return engine;
 }
 
-absl::Status Engine::LoadCheckpoint(CheckpointLoadResult* result) {
-  absl::StatusOr<std::vector<std::string>> removed = RemoveTemporaryCheckpoints(fs_, checkpoint_dir_);
-  if (!removed.ok()) return removed.status();
-  result->removed_temporary_files = *std::move(removed);
+absl::Status Engine::LoadCheckpoint(CheckpointLoadResult* result, bool remove_temporary) {
+  if (remove_temporary) {
+    absl::StatusOr<std::vector<std::string>> removed = RemoveTemporaryCheckpoints(fs_, checkpoint_dir_);
+    if (!removed.ok()) return removed.status();
+    result->removed_temporary_files = *std::move(removed);
+  }
   absl::StatusOr<std::vector<CheckpointFile>> files = ListCheckpoints(fs_, checkpoint_dir_);
   if (!files.ok() && !absl::IsNotFound(files.status())) return files.status();
   std::vector<CheckpointFile> newest_first;
@@ -168,6 +170,19 @@ absl::Status Engine::Recover(RecoveryReport* report) {
     last_checkpoint_.path = loaded.path;
   }
 
+  // The log was synced through the revision of every checkpoint (loaded or passed over) and of the
+  // compaction record before they were written: the log must reach it, and a tear at or below it is
+  // damage, not a crash's torn tail. The WAL refuses both before it changes anything.
+  absl::StatusOr<int64_t> compacted = ReadCompactionRecord(fs_, options_.data_dir);
+  if (!compacted.ok()) return compacted.status();
+  int64_t durable_through = *compacted;
+  if (report->checkpoint.loaded.has_value()) {
+    durable_through = std::max(durable_through, report->checkpoint.loaded->revision);
+  }
+  for (const SkippedCheckpoint& skip : report->checkpoint.skipped) {
+    durable_through = std::max(durable_through, skip.revision);
+  }
+
   // 2. The log after it, replayed record by record; 3. the log attached for new writes.
   WalOptions wal_options;
   wal_options.dir = wal_dir_;
@@ -184,7 +199,7 @@ absl::Status Engine::Recover(RecoveryReport* report) {
         }
         return store_->Replay(revision, payload);
       },
-      &report->wal);
+      &report->wal, durable_through);
   if (!wal.ok()) {
     if (report->checkpoint.skipped.empty()) return wal.status();
     return absl::Status(
@@ -221,8 +236,6 @@ absl::Status Engine::Recover(RecoveryReport* report) {
     spdlog::error("checkpoint {} kept as {}; recovered without it", skip.path, skip.renamed_to);
   }
   // 4. The last compaction (etcd keeps it across a restart).
-  absl::StatusOr<int64_t> compacted = ReadCompactionRecord(fs_, options_.data_dir);
-  if (!compacted.ok()) return compacted.status();
   if (absl::Status s = store_->RestoreCompaction(*compacted); !s.ok()) {
     return absl::DataLossError(
         absl::StrCat(JoinPath(options_.data_dir, kCompactionRecordName), ": ", s.message()));
@@ -421,14 +434,15 @@ absl::StatusOr<WalRepairReport> RepairLog(const EngineOptions& options) {
   absl::StatusOr<int> lock = LockDirectory(options.data_dir);
   if (!lock.ok()) return lock.status();
   FileSystem* fs = options.file_system != nullptr ? options.file_system : DefaultFileSystem();
-  absl::StatusOr<CheckpointLoadResult> loaded = LoadNewestValidCheckpoint(
-      fs, JoinPath(options.data_dir, "checkpoints"), [](const CheckpointEntry&) { return absl::OkStatus(); });
-  absl::StatusOr<WalRepairReport> repair =
-      loaded.ok() ? RepairWal(fs, JoinPath(options.data_dir, "wal"),
-                              loaded->loaded.has_value() ? loaded->loaded->revision : int64_t{1})
-                  : absl::StatusOr<WalRepairReport>(loaded.status());
-  close(*lock);
-  return repair;
+  // The engine (which owns the lock from here on) only chooses the checkpoint: the one recovery would
+  // load, checked by the store as recovery checks it. Recovery replays the log from its base revision,
+  // so the repair reads the log from there too; reading it from the checkpoint's revision would take
+  // damage recovery refuses for covered, and report the log intact.
+  std::unique_ptr<Engine> engine(new Engine(options, fs, *lock));
+  CheckpointLoadResult chosen;
+  if (absl::Status s = engine->LoadCheckpoint(&chosen, /*remove_temporary=*/false); !s.ok()) return s;
+  const int64_t after = chosen.loaded.has_value() ? chosen.loaded->base_revision : int64_t{1};
+  return RepairWal(fs, engine->wal_dir_, after);
 }
 
 }  // namespace revkv::server

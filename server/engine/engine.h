@@ -104,8 +104,9 @@ class Engine {
  private:
   Engine(const EngineOptions& options, FileSystem* fs, int lock_fd);
   absl::Status Recover(RecoveryReport* report);
-  // Loads the newest checkpoint the store accepts into a new store_; fills report->checkpoint.
-  absl::Status LoadCheckpoint(CheckpointLoadResult* report);
+  // Loads the newest checkpoint the store accepts into a new store_; fills report->checkpoint. Renames
+  // nothing; removes leftover .tmp files only with `remove_temporary` (recovery, not a repair).
+  absl::Status LoadCheckpoint(CheckpointLoadResult* report, bool remove_temporary = true);
   absl::Status LogCompaction(int64_t revision);
   void BackgroundLoop();
 
@@ -128,11 +129,15 @@ class Engine {
   std::atomic<uint64_t> background_attempts_{0};
   std::mutex compaction_mu_;  // one compaction record write at a time (Store::Compact serializes too)
   bool closed_ = false;
+
+  // Chooses its checkpoint with LoadCheckpoint, exactly as recovery does.
+  friend absl::StatusOr<WalRepairReport> RepairLog(const EngineOptions& options);
 };
 
 // The operator's repair of the log in options.data_dir (revkv-server --repair-wal), with no server
-// running: locks the directory, finds the newest valid checkpoint as Open does, and runs RepairWal on the
-// log after it. Fails with FailedPrecondition if another process holds the directory, or with the
+// running: locks the directory, chooses the checkpoint exactly as Open does (loading it into a store,
+// falling back past one it cannot use, setting nothing aside), and runs RepairWal on the log after that
+// checkpoint's base revision, the revision recovery replays from. Changes nothing but the log. Fails with FailedPrecondition if another process holds the directory, or with the
 // checkpoint's or the log's error. Blocks on disk I/O.
 absl::StatusOr<WalRepairReport> RepairLog(const EngineOptions& options);
 

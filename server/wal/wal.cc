@@ -53,6 +53,7 @@ std::string WalRecoveryReport::ToString() const {
   if (!removed_segments.empty()) {
     absl::StrAppend(&s, "; removed ", absl::StrJoin(removed_segments, ", "));
   }
+  if (!broken_copy.empty()) absl::StrAppend(&s, "; what was cut is kept in ", broken_copy);
   return s;
 }
 
@@ -105,7 +106,8 @@ Wal::Wal(const WalOptions& options, FileSystem* fs)
     : options_(options), fs_(fs), buffer_(options.buffer_bytes) {}
 
 absl::StatusOr<std::unique_ptr<Wal>> Wal::Open(const WalOptions& options, int64_t after_revision,
-                                               WalRecordVisitor visitor, WalRecoveryReport* report) {
+                                               WalRecordVisitor visitor, WalRecoveryReport* report,
+                                               int64_t durable_through) {
   if (options.dir.empty()) return absl::InvalidArgumentError("wal: no directory given");
   if (options.segment_bytes == 0) return absl::InvalidArgumentError("wal: segment_bytes must be positive");
   if (options.buffer_bytes == 0) return absl::InvalidArgumentError("wal: buffer_bytes must be positive");
@@ -118,7 +120,7 @@ absl::StatusOr<std::unique_ptr<Wal>> Wal::Open(const WalOptions& options, int64_
   if (report == nullptr) report = &local_report;
 
   if (absl::Status s = fs->CreateDirectories(options.dir); !s.ok()) return s;
-  absl::StatusOr<RecoveredLog> log = RecoverLog(fs, options.dir, after_revision, visitor, report);
+  absl::StatusOr<RecoveredLog> log = RecoverLog(fs, options.dir, after_revision, durable_through, visitor, report);
   if (!log.ok()) return log.status();
 
   std::unique_ptr<Wal> wal(new Wal(options, fs));

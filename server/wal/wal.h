@@ -80,6 +80,7 @@ struct WalRecoveryReport {
   std::optional<WalCorruption> corruption;    // set if a torn tail was cut (never for other damage)
   uint64_t bytes_truncated = 0;               // bytes cut from the segment named in `corruption`
   std::vector<std::string> removed_segments;  // the newest segment, if its header was torn
+  std::string broken_copy;                    // where what was cut is kept (<segment>.broken), if cut
   int64_t next_revision = 0;                  // the revision the next Append must carry
   std::string segment;                        // the segment appends continue in
 
@@ -165,8 +166,12 @@ class Wal {
   // aside). Damaged records at or below after_revision are passed over. Also DataLoss if the log starts
   // after after_revision + 1 (records are missing), FailedPrecondition for an unknown format version,
   // the visitor's error, or the first I/O error. Blocks on disk I/O.
+  // `durable_through`: the log is known to have been synced through this revision (the engine passes
+  // the newest usable checkpoint's revision and the compaction's): a tear at or below it is damage, and
+  // a log ending before it is DataLoss; nothing is changed on disk then, and no segment is created.
   static absl::StatusOr<std::unique_ptr<Wal>> Open(const WalOptions& options, int64_t after_revision,
-                                                   WalRecordVisitor visitor, WalRecoveryReport* report);
+                                                   WalRecordVisitor visitor, WalRecoveryReport* report,
+                                                   int64_t durable_through = 0);
 
   // Close()s, ignoring its status.
   ~Wal();

@@ -12,9 +12,11 @@
 // data, and recovery stops with an error rather than guess. A torn tail (in the newest segment only) is
 // one of:
 //   - fewer than 16 bytes where a record header should be (a write cut short);
-//   - a record whose announced length runs past the end of the file, unless the bytes present would make
-//     a complete valid record (then the length field is damaged) or a valid record of a later revision
-//     starts anywhere after it (then the records after it are real and the length is damaged);
+//   - a record whose announced length runs past the end of the file, unless some prefix of the bytes
+//     present makes a complete valid record (then the length field is damaged), its header names another
+//     revision than the expected one without an all-zero sector in it (a crash does not rewrite header
+//     bytes), or a valid record of a later revision starts anywhere after it (then the records after it
+//     are real and the length is damaged);
 //   - a complete record that fails its CRC and has an aligned 512-byte sector (or the part of one it
 //     occupies) that is all zeros: a sector that never reached the disk (the file's size was written back
 //     before its data, or the space was preallocated). A power loss may keep later unsynced pages and lose
@@ -26,6 +28,11 @@
 // sequence or a segment name that does not continue the log is damage wherever it is. This follows etcd's
 // WAL, which repairs only an unexpected end of file in the last segment (a zero sector there counting as
 // one) and refuses a CRC mismatch.
+//
+// The floor: the caller may say through which revision the log is known to have been synced (the
+// engine: the newest usable checkpoint's revision, the compaction record's). A tear at or below it is
+// damage, and a log that ends before it is refused; nothing is cut then. What is cut as a torn tail is
+// first copied to "<segment>.broken", so a cut never destroys evidence.
 //
 // Records at or below after_revision (covered by the checkpoint) never decide the fate of later ones: a
 // covered record that fails its checks is passed over by searching forward in its segment for the next
@@ -39,6 +46,7 @@
 
 #include "absl/strings/str_cat.h"
 #include "server/wal/buffered_reader.h"
+#include "server/wal/crc32c.h"
 #include "server/wal/wal_format.h"
 
 namespace revkv::server {
@@ -121,6 +129,17 @@ std::optional<FoundRecord> FindRecord(std::string_view bytes, uint64_t base, int
     if (!found || h.revision > found->revision) found = FoundRecord{base + pos, h.revision};
   }
   return found;
+}
+
+// The length L <= bytes.size() for which the first L bytes of `bytes` are the payload of the record of
+// `revision` with checksum `crc`, if there is one (the shortest). One pass over the bytes.
+std::optional<uint64_t> CompletingLength(int64_t revision, uint32_t crc, std::string_view bytes) {
+  uint32_t running = wal_format::RevisionCrc(revision);
+  for (size_t length = 0;; ++length) {
+    if (running == crc) return length;
+    if (length == bytes.size()) return std::nullopt;
+    running = Crc32cExtend(running, bytes.data() + length, 1);
+  }
 }
 
 // Whether some aligned sector of the file, or the part of one that `record` (at file offset `offset`)
@@ -235,9 +254,19 @@ absl::StatusOr<SegmentScan> ScanSegment(FileSystem* fs, const std::vector<Segmen
     }
     if (!complete) {
       const uint64_t present = rest->size() - kRecordHeaderBytes;
-      if (wal_format::RecordCrc(h->revision, std::string_view(*rest).substr(kRecordHeaderBytes)) == h->crc) {
+      const std::string_view present_bytes = std::string_view(*rest).substr(kRecordHeaderBytes);
+      // A crash cuts bytes off or leaves sectors unwritten; it does not change the header bytes that are
+      // there. A header that names another revision without an unwritten sector in it is damage.
+      if (h->revision != *expected && !HasZeroSector(rest->substr(0, kRecordHeaderBytes), offset)) {
         return damaged(offset,
-                       absl::StrCat("damaged length: the record is complete with ", present,
+                       absl::StrCat("damaged record header: it announces revision ", h->revision, " and ",
+                                    h->payload_bytes, " payload bytes, past the end of the file"),
+                       /*torn=*/false);
+      }
+      // The record may be whole with a damaged length: some prefix of what follows passes the CRC.
+      if (std::optional<uint64_t> length = CompletingLength(*expected, h->crc, present_bytes)) {
+        return damaged(offset,
+                       absl::StrCat("damaged length: the record is complete with ", *length,
                                     " payload bytes but announces ", h->payload_bytes),
                        /*torn=*/false);
       }
@@ -311,31 +340,84 @@ absl::StatusOr<LogScan> ScanLog(FileSystem* fs, const std::string& dir, int64_t 
   return log;
 }
 
-// The error for damage recovery does not repair.
-absl::Status DamageError(const LogScan& log, const Damage& damage, const std::string& dir) {
+// The error for damage recovery does not repair. `durable_through`: the revision the log is known to
+// have been synced through (0: none known); a repair that cuts the log before it cannot help alone.
+absl::Status DamageError(const LogScan& log, const Damage& damage, const std::string& dir,
+                         int64_t durable_through) {
+  std::string advice;
+  if (damage.revision - 1 < durable_through) {
+    advice = absl::StrCat(
+        "Restore the file from a copy. `revkv-server --repair-wal` would keep only revisions up to ",
+        damage.revision - 1, ", but revision ", durable_through,
+        " was made durable before (a checkpoint or the compaction record needs it): after such a repair "
+        "the server still refuses to start unless an older checkpoint and the log reach that far, and "
+        "every revision from ",
+        damage.revision, " on is lost");
+  } else {
+    advice = absl::StrCat(
+        "Restore the file from a copy, or run `revkv-server --repair-wal` to move the damaged part aside "
+        "and keep revisions up to ",
+        damage.revision - 1, " (later ones are then lost)");
+  }
   return absl::DataLossError(absl::StrCat(
       "wal: the log in ", dir, " is damaged: ", log.segments[damage.segment_index].path, " at byte offset ",
       damage.offset, " (where revision ", damage.revision, " should be): ", damage.reason,
-      ". Only a torn tail of the newest segment is repaired automatically; nothing was changed. Restore "
-      "the file from a copy, or run `revkv-server --repair-wal` to move the damaged part aside and keep "
-      "revisions up to ",
-      damage.revision - 1, " (later ones are then lost)"));
+      ". Only a torn tail of the newest segment after the last revision known to be synced is repaired "
+      "automatically; nothing was changed. ",
+      advice));
 }
 
-// Cuts a torn tail: truncates (and syncs) the newest segment at the torn record, or removes it if its
-// header is torn, then syncs the directory. Returns the number of segments left.
+// Copies `from` whole to `to` and syncs the copy (not the directory).
+absl::Status CopyFile(FileSystem* fs, const std::string& from, const std::string& to) {
+  absl::StatusOr<std::unique_ptr<ReadableFile>> in = fs->OpenReadable(from);
+  if (!in.ok()) return in.status();
+  absl::StatusOr<uint64_t> size = (*in)->Size();
+  if (!size.ok()) return size.status();
+  absl::StatusOr<std::unique_ptr<WritableFile>> out = fs->OpenWritable(to, OpenMode::kTruncate);
+  if (!out.ok()) return out.status();
+  constexpr uint64_t kChunk = uint64_t{1} << 20;
+  for (uint64_t pos = 0; pos < *size; pos += kChunk) {
+    absl::StatusOr<std::string> bytes = ReadRange(**in, pos, std::min(*size, pos + kChunk));
+    if (!bytes.ok()) return bytes.status();
+    if (absl::Status s = (*out)->Append(*bytes); !s.ok()) return s;
+  }
+  if (absl::Status s = (*out)->Sync(); !s.ok()) return s;
+  return (*out)->Close();
+}
+
+// A free name for the part of `path` kept aside: <path><suffix>, or <path><suffix>.1, .2, ...
+absl::StatusOr<std::string> AsideName(FileSystem* fs, const std::string& path,
+                                      const std::string& suffix = ".damaged") {
+  for (int n = 0; n < 1000; ++n) {
+    std::string candidate = path + suffix + (n == 0 ? std::string() : absl::StrCat(".", n));
+    absl::StatusOr<std::unique_ptr<ReadableFile>> existing = fs->OpenReadable(candidate);
+    if (absl::IsNotFound(existing.status())) return candidate;
+    if (!existing.ok()) return existing.status();
+  }
+  return absl::AlreadyExistsError(absl::StrCat("wal: no free name to keep ", path, " aside"));
+}
+
+// Cuts a torn tail, keeping what it cuts: copies the newest segment whole to "<segment>.broken" (as etcd
+// keeps wal.broken; the offsets reported hold in the copy) and then truncates (and syncs) the segment
+// at the torn record, or renames the segment to "<segment>.broken" if its header is torn; syncs the
+// directory before the segment loses anything. Returns the number of segments left.
 absl::StatusOr<size_t> CutTornTail(FileSystem* fs, const std::string& dir, const LogScan& log,
                                    WalRecoveryReport* report) {
   const Damage& damage = *log.damage;
   const Segment& segment = log.segments[damage.segment_index];
   report->corruption = WalCorruption{segment.path, damage.offset, damage.reason};
   report->bytes_truncated = log.scans.back().size - damage.offset;
+  absl::StatusOr<std::string> broken = AsideName(fs, segment.path, ".broken");
+  if (!broken.ok()) return broken.status();
+  report->broken_copy = *broken;
   if (damage.offset < kSegmentHeaderBytes) {
-    if (absl::Status s = fs->Remove(segment.path); !s.ok()) return s;
+    if (absl::Status s = fs->Rename(segment.path, *broken); !s.ok()) return s;
     report->removed_segments.push_back(segment.path);
     if (absl::Status s = fs->SyncDirectory(dir); !s.ok()) return s;
     return damage.segment_index;
   }
+  if (absl::Status s = CopyFile(fs, segment.path, *broken); !s.ok()) return s;
+  if (absl::Status s = fs->SyncDirectory(dir); !s.ok()) return s;  // the copy's name before the cut
   if (absl::Status s = fs->Truncate(segment.path, damage.offset); !s.ok()) return s;
   absl::StatusOr<std::unique_ptr<WritableFile>> file = fs->OpenWritable(segment.path, OpenMode::kAppend);
   if (!file.ok()) return file.status();
@@ -344,21 +426,11 @@ absl::StatusOr<size_t> CutTornTail(FileSystem* fs, const std::string& dir, const
   return damage.segment_index + 1;
 }
 
-// A free name for the part of `path` moved aside: <path>.damaged, or .damaged.1, .2, ...
-absl::StatusOr<std::string> AsideName(FileSystem* fs, const std::string& path) {
-  for (int n = 0; n < 1000; ++n) {
-    std::string candidate = path + ".damaged" + (n == 0 ? std::string() : absl::StrCat(".", n));
-    absl::StatusOr<std::unique_ptr<ReadableFile>> existing = fs->OpenReadable(candidate);
-    if (absl::IsNotFound(existing.status())) return candidate;
-    if (!existing.ok()) return existing.status();
-  }
-  return absl::AlreadyExistsError(absl::StrCat("wal: no free name to move ", path, " aside"));
-}
-
 }  // namespace
 
 absl::StatusOr<RecoveredLog> RecoverLog(FileSystem* fs, const std::string& dir, int64_t after_revision,
-                                        WalRecordVisitor visitor, WalRecoveryReport* report) {
+                                        int64_t durable_through, WalRecordVisitor visitor,
+                                        WalRecoveryReport* report) {
   *report = WalRecoveryReport{};
   report->after_revision = after_revision;
   RecoveredLog recovered;
@@ -369,10 +441,26 @@ absl::StatusOr<RecoveredLog> RecoverLog(FileSystem* fs, const std::string& dir, 
   const LogScan& log = *scanned;
   if (log.segments.empty()) return recovered;
 
+  // The log was synced through durable_through (every checkpoint and every compaction record syncs it
+  // first), so it must reach that far, and nothing at or below it can be a crash's torn tail: such a
+  // finding is damage, refused before anything is cut.
+  if (log.expected - 1 < durable_through) {
+    if (log.damage) {
+      Damage damage = *log.damage;
+      damage.torn = false;
+      absl::StrAppend(&damage.reason, ", at or below revision ", durable_through,
+                      ", which was synced before: not a torn tail a crash can leave");
+      return DamageError(log, damage, dir, durable_through);
+    }
+    return absl::DataLossError(absl::StrCat(
+        "wal: the log in ", dir, " ends at revision ", log.expected - 1, ", but revision ", durable_through,
+        " was synced before (a checkpoint or the compaction record needs it); the log is missing records. "
+        "Nothing was changed"));
+  }
   size_t kept = log.segments.size();
   uint64_t last_size = log.scans.back().size;
   if (log.damage) {
-    if (!log.damage->torn) return DamageError(log, *log.damage, dir);
+    if (!log.damage->torn) return DamageError(log, *log.damage, dir, durable_through);
     absl::StatusOr<size_t> left = CutTornTail(fs, dir, log, report);
     if (!left.ok()) return left.status();
     kept = *left;
@@ -441,20 +529,7 @@ absl::StatusOr<WalRepairReport> RepairWal(FileSystem* fs, const std::string& dir
   if (damage.offset < kSegmentHeaderBytes) {
     if (absl::Status s = fs->Rename(segment.path, *aside); !s.ok()) return s;
   } else {
-    absl::StatusOr<std::unique_ptr<ReadableFile>> in = fs->OpenReadable(segment.path);
-    if (!in.ok()) return in.status();
-    absl::StatusOr<uint64_t> size = (*in)->Size();
-    if (!size.ok()) return size.status();
-    absl::StatusOr<std::unique_ptr<WritableFile>> out = fs->OpenWritable(*aside, OpenMode::kTruncate);
-    if (!out.ok()) return out.status();
-    constexpr uint64_t kChunk = uint64_t{1} << 20;
-    for (uint64_t pos = 0; pos < *size; pos += kChunk) {
-      absl::StatusOr<std::string> bytes = ReadRange(**in, pos, std::min(*size, pos + kChunk));
-      if (!bytes.ok()) return bytes.status();
-      if (absl::Status s = (*out)->Append(*bytes); !s.ok()) return s;
-    }
-    if (absl::Status s = (*out)->Sync(); !s.ok()) return s;
-    if (absl::Status s = (*out)->Close(); !s.ok()) return s;
+    if (absl::Status s = CopyFile(fs, segment.path, *aside); !s.ok()) return s;
     // The copy's name must be durable before the original loses its tail.
     if (absl::Status s = fs->SyncDirectory(dir); !s.ok()) return s;
     if (absl::Status s = fs->Truncate(segment.path, damage.offset); !s.ok()) return s;

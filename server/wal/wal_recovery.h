@@ -27,14 +27,17 @@ struct RecoveredLog {
 };
 
 // Reads the segments in `dir` that can hold records after `after_revision` and calls `visitor` for each
-// record after it. A torn tail of the newest segment is cut (truncated and fsync'd, or the segment
-// removed if its header is torn, then the directory synced) and reported in `report` (all but
-// `segment`). Any other damage fails with DataLoss naming the file, the byte offset and the revision, and
+// record after it. A torn tail of the newest segment above `durable_through` is cut (the segment copied
+// to "<segment>.broken" first, then truncated and fsync'd; or renamed to .broken if its header is torn;
+// the directory synced) and reported in `report` (all but `segment`). A tear at or below
+// `durable_through` (the log is known to have been synced through it: 0 if nothing is known), a log
+// ending before it, and any other damage fail with DataLoss naming the file, the byte offset and the revision, and
 // changes nothing on disk. Also DataLoss if revisions after `after_revision` are missing from the start of
 // the log; FailedPrecondition for an unknown format version; the visitor's error; the first I/O error.
 // Blocks on disk I/O.
 absl::StatusOr<RecoveredLog> RecoverLog(FileSystem* fs, const std::string& dir, int64_t after_revision,
-                                        WalRecordVisitor visitor, WalRecoveryReport* report);
+                                        int64_t durable_through, WalRecordVisitor visitor,
+                                        WalRecoveryReport* report);
 
 }  // namespace revkv::server
 

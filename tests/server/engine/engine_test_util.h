@@ -13,7 +13,9 @@
 #include <cstdlib>
 #include <filesystem>
 #include <fstream>
+#include <cstring>
 #include <functional>
+#include <iterator>
 #include <map>
 #include <random>
 #include <string>
@@ -234,6 +236,47 @@ inline void FlipByteInTheMiddle(const std::string& path) {
 // The path of the checkpoint of `revision` in data directory `dir`.
 inline std::string CheckpointPath(const std::string& dir, int64_t revision) {
   return dir + "/checkpoints/" + CheckpointFileName(revision);
+}
+
+// Where the log record of `revision` lies in `wal_dir`: its segment and byte offset (path empty: none).
+struct RecordPlace {
+  std::string path;
+  uint64_t offset = 0;
+  uint32_t payload_bytes = 0;
+};
+inline RecordPlace FindLogRecord(const std::string& wal_dir, int64_t revision) {
+  for (int64_t first : SegmentFirstRevisions(wal_dir)) {
+    if (first > revision) break;
+    char name[64];
+    std::snprintf(name, sizeof(name), "wal-%016llx.log", static_cast<unsigned long long>(first));
+    const std::string path = wal_dir + "/" + name;
+    std::ifstream f(path, std::ios::binary);
+    const std::string bytes((std::istreambuf_iterator<char>(f)), std::istreambuf_iterator<char>());
+    for (uint64_t pos = 16; pos + 16 <= bytes.size();) {  // segment header, then u32 len | u32 crc | i64 rev
+      uint32_t length = 0;
+      int64_t rev = 0;
+      std::memcpy(&length, bytes.data() + pos, 4);
+      std::memcpy(&rev, bytes.data() + pos + 8, 8);
+      if (rev == revision) return RecordPlace{path, pos, length};
+      pos += 16 + length;
+    }
+  }
+  return RecordPlace{};
+}
+
+// Flips one byte of the payload of the log record of `revision` (its CRC then fails).
+inline bool DamageLogRecord(const std::string& wal_dir, int64_t revision) {
+  const RecordPlace place = FindLogRecord(wal_dir, revision);
+  if (place.path.empty() || place.payload_bytes == 0) return false;
+  std::fstream f(place.path, std::ios::in | std::ios::out | std::ios::binary);
+  const std::streamoff at = static_cast<std::streamoff>(place.offset + 16 + place.payload_bytes / 2);
+  f.seekg(at);
+  char c = 0;
+  f.read(&c, 1);
+  c = static_cast<char>(c ^ 0x5a);
+  f.seekp(at);
+  f.write(&c, 1);
+  return static_cast<bool>(f);
 }
 
 }  // namespace revkv::server::engine_testing

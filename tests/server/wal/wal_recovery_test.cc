@@ -65,6 +65,10 @@ TEST(WalRecovery, TornTailAtEveryByteOfTheLastRecordIsCutAndAppendingContinues) 
       ASSERT_EQ(opened.records.size(), static_cast<size_t>(kLast - 1));
       EXPECT_EQ(opened.records.back().first, kLast - 1);
       EXPECT_EQ(std::filesystem::file_size(last_segment), last.offset) << "truncated at the record";
+      // What was cut is kept: the segment as recovery found it, in <segment>.broken.
+      ASSERT_FALSE(report.broken_copy.empty());
+      EXPECT_EQ(report.broken_copy.rfind(last_segment + ".broken", 0), 0u) << report.broken_copy;
+      EXPECT_EQ(testing::ReadWholeFile(report.broken_copy), contents.substr(0, cut));
       EXPECT_NE(report.ToString().find(last_segment), std::string::npos);
       ASSERT_TRUE(opened.wal->WaitDurable(AppendOne(*opened.wal, kLast, "rewritten")).ok());
       ASSERT_TRUE(opened.wal->Close().ok());
@@ -97,6 +101,8 @@ TEST(WalRecovery, TornSegmentHeaderIsRemoved) {
   EXPECT_EQ(opened.report.corruption->segment, torn);
   EXPECT_EQ(opened.report.corruption->offset, 0u);
   EXPECT_EQ(opened.report.removed_segments, std::vector<std::string>{torn});
+  EXPECT_EQ(opened.report.broken_copy, torn + ".broken");
+  EXPECT_EQ(testing::ReadWholeFile(torn + ".broken"), "revkv") << "kept, not deleted";
   EXPECT_EQ(opened.report.next_revision, 11);
   EXPECT_EQ(opened.records.size(), 10u);
   ASSERT_TRUE(opened.wal->WaitDurable(AppendOne(*opened.wal, 11, "eleven")).ok());
@@ -236,6 +242,46 @@ TEST(WalRecovery, DamagedLengthRunningPastTheEndIsNotATornTailWhenRecordsFollow)
   const absl::Status status = OpenFails(options);
   EXPECT_EQ(status.code(), absl::StatusCode::kDataLoss) << status;
   EXPECT_TRUE(testing::MessageHas(status, absl::StrCat("offset ", bad.offset))) << status;
+  EXPECT_EQ(testing::SnapshotDir(dir.path()), damaged);
+}
+
+TEST(WalRecovery, DamagedLengthRunningPastTheEndIsNotATornTailWhenOnlyDamagedRecordsFollow) {
+  // The second-to-last record's length is damaged and the last record is damaged too: no intact record
+  // follows, but the damaged record itself is complete (a prefix of what follows passes its CRC), and a
+  // crash does not rewrite a length. Both records were synced; cutting them would lose them silently.
+  ScratchDir dir;
+  const WalOptions options{.dir = dir.path()};
+  WriteLog(options, 1, 20);
+  const std::string segment = SegmentFiles(dir.path()).back();
+  std::string contents = testing::ReadWholeFile(segment);
+  const std::vector<testing::RecordSpan> records = testing::ParseSegment(contents);
+  const testing::RecordSpan bad = records[records.size() - 2];
+  contents[bad.offset + 3] = 0x26;                     // length + 608 MiB: past the end of the file
+  contents[records.back().offset + 40] ^= 0x10;        // and the last record's payload
+  testing::WriteWholeFile(segment, contents);
+  const std::map<std::string, std::string> damaged = testing::SnapshotDir(dir.path());
+  const absl::Status status = OpenFails(options);
+  EXPECT_EQ(status.code(), absl::StatusCode::kDataLoss) << status;
+  EXPECT_TRUE(testing::MessageHas(status, absl::StrCat("offset ", bad.offset))) << status;
+  EXPECT_EQ(testing::SnapshotDir(dir.path()), damaged);
+}
+
+TEST(WalRecovery, RecordHeaderNamingAnotherRevisionPastTheEndIsNotATornTail) {
+  // A crash leaves a header's bytes as written or zero; one naming another revision, with a length past
+  // the end, is damage even in the last record.
+  ScratchDir dir;
+  const WalOptions options{.dir = dir.path()};
+  WriteLog(options, 1, 20);
+  const std::string segment = SegmentFiles(dir.path()).back();
+  std::string contents = testing::ReadWholeFile(segment);
+  const testing::RecordSpan last = testing::ParseSegment(contents).back();
+  contents[last.offset + 2] = 0x40;   // length past the end
+  contents[last.offset + 9] ^= 0x01;  // and the revision
+  testing::WriteWholeFile(segment, contents);
+  const std::map<std::string, std::string> damaged = testing::SnapshotDir(dir.path());
+  const absl::Status status = OpenFails(options);
+  EXPECT_EQ(status.code(), absl::StatusCode::kDataLoss) << status;
+  EXPECT_TRUE(testing::MessageHas(status, absl::StrCat("offset ", last.offset))) << status;
   EXPECT_EQ(testing::SnapshotDir(dir.path()), damaged);
 }
 
