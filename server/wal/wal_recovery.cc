@@ -485,8 +485,11 @@ absl::StatusOr<RecoveredLog> RecoverLog(FileSystem* fs, const std::string& dir, 
   return recovered;
 }
 
-absl::StatusOr<WalRepairReport> RepairWal(FileSystem* fs, const std::string& dir, int64_t after_revision) {
-  if (fs == nullptr) fs = DefaultFileSystem();
+namespace {
+
+// One pass of RepairWal: reads the log as Open does and moves aside everything from its first damage on.
+// The report's `damage` is unset if the log as read is intact.
+absl::StatusOr<WalRepairReport> RepairPass(FileSystem* fs, const std::string& dir, int64_t after_revision) {
   WalRepairReport repair;
   WalRecoveryReport scan_report;
   scan_report.after_revision = after_revision;
@@ -547,6 +550,36 @@ absl::StatusOr<WalRepairReport> RepairWal(FileSystem* fs, const std::string& dir
   }
   if (absl::Status s = fs->SyncDirectory(dir); !s.ok()) return s;
   return repair;
+}
+
+}  // namespace
+
+absl::StatusOr<WalRepairReport> RepairWal(FileSystem* fs, const std::string& dir, int64_t after_revision) {
+  if (fs == nullptr) fs = DefaultFileSystem();
+  // A pass that moves the first segment read aside whole (its header is the damage) makes the segment
+  // before it the one Open starts at: covered by the checkpoint, it was never read, and it may be damaged
+  // too. So passes repeat until the log as Open reads it is intact. Each pass moves a segment aside or cuts
+  // one at its first damage, after which that segment reads intact up to the cut: the passes end.
+  WalRepairReport total;
+  for (;;) {
+    absl::StatusOr<WalRepairReport> pass = RepairPass(fs, dir, after_revision);
+    if (!pass.ok()) return pass.status();
+    total.last_good_revision = pass->last_good_revision;
+    if (!pass->damage) return total;
+    if (total.damage && total.damage->segment == pass->damage->segment &&
+        total.damage->offset == pass->damage->offset) {
+      return absl::InternalError(absl::StrCat("wal: repair of ", dir, " cut ", pass->damage->segment,
+                                              " at byte offset ", pass->damage->offset, " twice"));
+    }
+    // A later pass reads older segments: its damage is where the log now ends.
+    total.damage = pass->damage;
+    total.first_lost_revision = total.first_lost_revision == 0
+                                    ? pass->first_lost_revision
+                                    : std::min(total.first_lost_revision, pass->first_lost_revision);
+    total.last_lost_revision = std::max(total.last_lost_revision, pass->last_lost_revision);
+    total.bytes_moved += pass->bytes_moved;
+    total.moved.insert(total.moved.end(), pass->moved.begin(), pass->moved.end());
+  }
 }
 
 }  // namespace revkv::server

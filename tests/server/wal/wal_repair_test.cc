@@ -109,6 +109,47 @@ TEST(WalRepair, DamagedSegmentHeaderMovesTheWholeSegmentAside) {
   EXPECT_EQ(opened.records.size(), static_cast<size_t>(repair->last_good_revision));
 }
 
+// Found by tests/fuzz (corpus/wal_recovery/repair_uncovers_a_damaged_covered_segment): with a checkpoint,
+// Open starts at the segment holding the revision after it and never reads the older ones. When repair
+// moved that segment aside whole (its header was the damage), the older one became the segment Open starts
+// at, unread by the repair; damaged too, it made the repaired log refuse to open.
+TEST(WalRepair, MovingTheFirstSegmentReadAsideDoesNotUncoverADamagedOlderOne) {
+  ScratchDir dir;
+  const WalOptions options{.dir = dir.path(), .segment_bytes = 2048};
+  WriteLog(options, 1, 60);
+  const std::vector<std::string> files = SegmentFiles(dir.path());
+  ASSERT_GE(files.size(), 3u);
+  const int64_t after_revision = testing::ParseSegment(testing::ReadWholeFile(files[1]))[0].revision;
+  for (const std::string& file : {files[0], files[1]}) {
+    std::string contents = testing::ReadWholeFile(file);
+    contents[0] = 'X';
+    testing::WriteWholeFile(file, contents);
+  }
+  // Open reads from files[1]: files[0] is wholly covered by the checkpoint.
+  ASSERT_FALSE(
+      Wal::Open(options, after_revision, [](int64_t, std::string_view) { return absl::OkStatus(); }, nullptr)
+          .ok());
+
+  absl::StatusOr<WalRepairReport> repair = RepairWal(nullptr, dir.path(), after_revision);
+  ASSERT_TRUE(repair.ok()) << repair.status();
+  std::cout << repair->ToString() << std::endl;
+  testing::OpenedWal opened = OpenWal(options, after_revision);
+  ASSERT_NE(opened.wal, nullptr) << repair->ToString();
+  EXPECT_TRUE(opened.records.empty());
+  EXPECT_EQ(opened.report.next_revision, after_revision + 1);
+  ASSERT_TRUE(opened.wal->WaitDurable(AppendOne(*opened.wal, after_revision + 1, "after repair")).ok());
+  // Nothing was deleted.
+  for (const std::string& file : files) {
+    EXPECT_FALSE(std::filesystem::exists(file)) << file;
+    EXPECT_TRUE(std::filesystem::exists(file + ".damaged")) << file;
+  }
+  // A second repair finds nothing more to do.
+  opened.wal.reset();
+  absl::StatusOr<WalRepairReport> again = RepairWal(nullptr, dir.path(), after_revision);
+  ASSERT_TRUE(again.ok()) << again.status();
+  EXPECT_FALSE(again->damage.has_value()) << again->ToString();
+}
+
 TEST(WalRepair, IntactLogIsLeftAlone) {
   ScratchDir dir;
   const WalOptions options{.dir = dir.path()};
