@@ -2,7 +2,9 @@
 #include "runtime/port/port.h"
 
 #include <pthread.h>
+#include <linux/futex.h>
 #include <sched.h>
+#include <sys/syscall.h>
 #include <sys/mman.h>
 #include <time.h>
 #include <unistd.h>
@@ -85,6 +87,18 @@ uint64_t NowNanos() {
   timespec ts;
   clock_gettime(CLOCK_MONOTONIC, &ts);
   return static_cast<uint64_t>(ts.tv_sec) * 1'000'000'000ull + static_cast<uint64_t>(ts.tv_nsec);
+}
+
+void WaitOnWord(const void* word, uint32_t expected, uint64_t timeout_nanos) {
+  timespec timeout;
+  timeout.tv_sec = static_cast<time_t>(timeout_nanos / 1'000'000'000ull);
+  timeout.tv_nsec = static_cast<long>(timeout_nanos % 1'000'000'000ull);
+  // EAGAIN (the word no longer holds `expected`), ETIMEDOUT and EINTR all return to the caller's loop.
+  syscall(SYS_futex, word, FUTEX_WAIT_PRIVATE, expected, &timeout, nullptr, 0);
+}
+
+void WakeAllWaiters(const void* word) {
+  syscall(SYS_futex, word, FUTEX_WAKE_PRIVATE, INT32_MAX, nullptr, nullptr, 0);
 }
 
 int CpuCount() {
