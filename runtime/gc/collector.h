@@ -56,6 +56,10 @@ void ReleaseThreadHeap(ThreadContext* self);
 
 // The object in [chunk, fringe) containing `word`, or nullptr (heap.cc).
 Object* FindObjectInChunk(char* chunk, char* fringe, uintptr_t word);
+// Both referents of `word` among the objects of [chunk, fringe): the object it points into, and the
+// object it points one past the end of (at `fringe`, the chunk's last object). Parses the chunk: the
+// caller must own it or have its owner stopped.
+AmbiguousReferents FindReferentsInChunk(char* chunk, char* fringe, uintptr_t word);
 
 // The installed collector client, or nullptr.
 CollectorClient* Client();

@@ -183,20 +183,33 @@ class NurseryCollector final : public Relocator {
     }
   }
 
-  // A word pins the object it points into and the object it points one past the end of
-  // (ResolveAmbiguousReferents), when they are in this nursery.
+  // A word pins the object it points into and the object it points one past the end of, when they
+  // are in this nursery. Only this thread is stopped, so only its own nursery chunks are parsed: a
+  // neighbouring chunk may be another thread's nursery, or an old chunk its collection is copying
+  // into, with a fringe and headers being written as we would read them. A word at a chunk boundary
+  // is resolved in the chunk it starts (if ours) for the object it points into, and in the chunk it
+  // ends (if ours) for an object ending exactly there. RetireRegions has published the fringe of the
+  // current chunk, so every chunk of ours ends at its ChunkInfo::fringe.
   void PinWord(uintptr_t w) {
 #ifdef REVKV_MUTATION_NO_AMBIGUOUS_PINNING
     return;  // mutation test: ambiguous roots pin nothing
 #endif
     PageSpace& space = PageSpace::Get();
-    const bool here = space.Contains(reinterpret_cast<void*>(w)) && InMyNursery(reinterpret_cast<void*>(w));
-    const bool after_chunk = (w & (kChunkSize - 1)) == 0 && space.Contains(reinterpret_cast<void*>(w - 1)) &&
-                             InMyNursery(reinterpret_cast<void*>(w - 1));
-    if (!here && !after_chunk) return;  // the common case: nowhere near this nursery
-    const AmbiguousReferents r = ResolveAmbiguousReferents(w);
+    AmbiguousReferents r{nullptr, nullptr};
+    const void* at = reinterpret_cast<const void*>(w);
+    if (space.Contains(at) && InMyNursery(at)) {
+      char* chunk = ChunkBaseOf(at);
+      r = FindReferentsInChunk(chunk, ChunkInfoOf(chunk).fringe, w);
+    }
+    if ((w & (kChunkSize - 1)) == 0 && w != 0) {
+      const void* before = reinterpret_cast<const void*>(w - 1);
+      if (space.Contains(before) && InMyNursery(before)) {
+        char* chunk = ChunkBaseOf(before);
+        r.ending = FindReferentsInChunk(chunk, ChunkInfoOf(chunk).fringe, w).ending;  // ends at w or null
+      }
+    }
     for (Object* o : {r.into, r.ending}) {
-      if (o != nullptr && InMyNursery(o) && !(o->flags() & kPinned)) KeepInPlace(o, o->flags());
+      if (o != nullptr && !(o->flags() & kPinned)) KeepInPlace(o, o->flags());
     }
   }
 

@@ -1,9 +1,11 @@
 // Linux implementation of runtime/port/port.h (x86-64 and AArch64).
 #include "runtime/port/port.h"
 
+#include <linux/futex.h>
 #include <pthread.h>
 #include <sched.h>
 #include <sys/mman.h>
+#include <sys/syscall.h>
 #include <time.h>
 #include <unistd.h>
 
@@ -50,7 +52,13 @@ namespace {
 // Copies the stack from this function's frame up to `caller_cfa`, the top of the caller's frame (its
 // canonical frame address: the stack pointer before the call to it), so the whole caller frame; returns
 // the number of words. Reads raw stack, like the scanner, hence uninstrumented.
-REVKV_NO_SANITIZE_STACK_SCAN int CopyCallerFrame(SavedRegisters* out, uintptr_t caller_cfa) {
+//
+// It must not be inlined: the copy starts at its own frame, which lies below the frame of
+// CaptureCalleeSavedRegisters where __builtin_unwind_init spilled the registers. Inlined, the copy
+// would start inside that frame and could miss the spill slots. REVKV_NO_SANITIZE_STACK_SCAN
+// happens to carry noinline too; this function must not depend on that.
+__attribute__((noinline)) REVKV_NO_SANITIZE_STACK_SCAN int CopyCallerFrame(SavedRegisters* out,
+                                                                           uintptr_t caller_cfa) {
   const uintptr_t low = reinterpret_cast<uintptr_t>(__builtin_frame_address(0)) & ~uintptr_t{7};
   if (caller_cfa < low || (caller_cfa - low) / sizeof(uintptr_t) > SavedRegisters::kCount) {
     std::fprintf(stderr, "revkv runtime: callee-saved registers spill frame of %zd bytes does not fit\n",
@@ -85,6 +93,18 @@ uint64_t NowNanos() {
   timespec ts;
   clock_gettime(CLOCK_MONOTONIC, &ts);
   return static_cast<uint64_t>(ts.tv_sec) * 1'000'000'000ull + static_cast<uint64_t>(ts.tv_nsec);
+}
+
+void WaitOnWord(const void* word, uint32_t expected, uint64_t timeout_nanos) {
+  timespec timeout;
+  timeout.tv_sec = static_cast<time_t>(timeout_nanos / 1'000'000'000ull);
+  timeout.tv_nsec = static_cast<long>(timeout_nanos % 1'000'000'000ull);
+  // EAGAIN (the word no longer holds `expected`), ETIMEDOUT and EINTR all return to the caller's loop.
+  syscall(SYS_futex, word, FUTEX_WAIT_PRIVATE, expected, &timeout, nullptr, 0);
+}
+
+void WakeAllWaiters(const void* word) {
+  syscall(SYS_futex, word, FUTEX_WAKE_PRIVATE, INT32_MAX, nullptr, nullptr, 0);
 }
 
 int CpuCount() {

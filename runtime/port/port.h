@@ -63,6 +63,16 @@ inline void CpuRelax() {
 // Monotonic time in nanoseconds.
 uint64_t NowNanos();
 
+// Blocks while the 32-bit word at `word` holds `expected`, for at most `timeout_nanos`, or until
+// WakeAllWaiters(word) is called; may also return spuriously. The word is read atomically by the
+// kernel; the caller re-reads it through its std::atomic after the call. (std::atomic::wait has no
+// timeout; a waiter here must be woken by WakeAllWaiters, not by std::atomic::notify_all, which may
+// skip the system call when the library has recorded no waiter of its own.)
+void WaitOnWord(const void* word, uint32_t expected, uint64_t timeout_nanos);
+
+// Wakes every thread blocked in WaitOnWord on `word`.
+void WakeAllWaiters(const void* word);
+
 // Number of CPUs available to this process.
 int CpuCount();
 

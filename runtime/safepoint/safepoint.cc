@@ -17,10 +17,8 @@
 #include "runtime/safepoint/safepoint.h"
 
 #include <algorithm>
-#include <chrono>
 #include <cstdio>
 #include <cstdlib>
-#include <thread>
 
 #include "runtime/gc/collector.h"
 #include "runtime/safepoint/thread_context.h"
@@ -51,6 +49,15 @@ thread_local ThreadContext* t_current = nullptr;
 // How long the collector spins on a running thread before sleeping on its state word. Threads poll
 // every few microseconds, so most stops complete within the spin.
 constexpr uint64_t kStopSpinNanos = 50'000;
+
+// Once the watchdog has spoken, the collector blocks on a late thread's state word in slices of this
+// length; a wake-up, not the slice, ends the wait.
+constexpr uint64_t kStopBlockNanos = 1'000'000'000;
+
+// The collector blocks on a thread's state word with a futex wait (port::WaitOnWord), which reads the
+// word as a plain 32-bit integer.
+static_assert(sizeof(std::atomic<ThreadState>) == sizeof(uint32_t) &&
+              std::atomic<ThreadState>::is_always_lock_free);
 
 // The watchdog threshold. Relaxed: a plain setting, read once per stop; no other memory hangs on it.
 std::atomic<uint64_t> g_watchdog_nanos{50'000'000};
@@ -139,25 +146,26 @@ uint64_t ThreadRegistry::StopTheWorld(ThreadContext* self) {
   const uint64_t watchdog = g_watchdog_nanos.load(std::memory_order_relaxed);
   for (ThreadContext* t : threads_) {
     if (t == self) continue;
-    const uint64_t spin_start = port::NowNanos();
+    // The collector waits for one thread at a time, so a thread's lateness runs from when the collector
+    // turns to it (never before the stop's start): a thread queued behind a late one is not blamed for
+    // that one's delay, and is reported only if it alone holds the stop up past the threshold.
+    const uint64_t since = port::NowNanos();
     bool watching = watchdog != 0;  // until this thread is reported
-    uint64_t nap = 20'000;
     while (t->state.load(std::memory_order_seq_cst) == ThreadState::kRunning) {
-      const uint64_t now = port::NowNanos();
-      if (now - spin_start < kStopSpinNanos) {
+      const uint64_t waited = port::NowNanos() - since;
+      if (waited < kStopSpinNanos) {
         port::CpuRelax();
-      } else if (watching) {
-        // Short naps instead of a blocking wait, which has no timeout, until the watchdog has spoken.
-        if (now - t0 >= watchdog) {
-          ReportLateThread(t, now - t0);
-          watching = false;
-        } else {
-          std::this_thread::sleep_for(std::chrono::nanoseconds(std::min(nap, watchdog - (now - t0))));
-          nap = std::min<uint64_t>(2 * nap, 1'000'000);
-        }
-      } else {
-        t->state.wait(ThreadState::kRunning, std::memory_order_seq_cst);
+        continue;
       }
+      if (watching && waited >= watchdog) {
+        ReportLateThread(t, waited);
+        watching = false;
+      }
+      // Block on the state word itself: Park and EnterSafeRegion wake us the moment they store, so the
+      // stop ends as soon as the thread parks. The timeout only gives the watchdog its turn; the kernel
+      // returns at once if the word no longer holds kRunning, and the loop re-reads it (seq_cst).
+      port::WaitOnWord(&t->state, static_cast<uint32_t>(ThreadState::kRunning),
+                       watching ? watchdog - waited : kStopBlockNanos);
     }
   }
   return port::NowNanos() - t0;
@@ -188,7 +196,7 @@ void ThreadRegistry::Park(ThreadContext* self) {
   PublishStackAndRegisters(self);
   const uint32_t epoch = epoch_.load(std::memory_order_acquire);
   self->state.store(ThreadState::kAtSafepoint, std::memory_order_seq_cst);
-  self->state.notify_all();  // the collector may be sleeping on our state
+  port::WakeAllWaiters(&self->state);  // the collector may be blocked on our state
   WaitForWorldToResume(epoch);
   self->state.store(ThreadState::kRunning, std::memory_order_seq_cst);
 }
@@ -199,7 +207,7 @@ void ThreadRegistry::EnterSafeRegion(ThreadContext* self) {
   self->state.store(ThreadState::kSafeRegion, std::memory_order_seq_cst);
   // Only a collector waiting for us needs a wake-up; skip the system call otherwise.
   if (internal::g_poll_word.load(std::memory_order_seq_cst) & internal::kStopRequested) {
-    self->state.notify_all();
+    port::WakeAllWaiters(&self->state);
   }
 }
 
@@ -211,7 +219,7 @@ void ThreadRegistry::LeaveSafeRegion(ThreadContext* self) {
     // A collection is stopping or has stopped the world: go back and wait for it to end.
     const uint32_t epoch = epoch_.load(std::memory_order_acquire);
     self->state.store(ThreadState::kSafeRegion, std::memory_order_seq_cst);
-    self->state.notify_all();
+    port::WakeAllWaiters(&self->state);
     WaitForWorldToResume(epoch);
   }
 }

@@ -8,6 +8,7 @@
 #include <algorithm>
 #include <atomic>
 #include <chrono>
+#include <cstdio>
 #include <mutex>
 #include <thread>
 #include <vector>
@@ -351,6 +352,96 @@ TEST_F(SafepointTest, TheWatchdogReportsAThreadThatHoldsUpAStop) {
   EXPECT_NE(log.find("thread 'slow-worker'"), std::string::npos) << log;
   EXPECT_NE(log.find("which is running"), std::string::npos) << log;
   EXPECT_GE(LastRecord().time_to_safepoint_nanos, 20'000'000u);
+}
+
+// A thread that parks after the collector's spin has ended is seen at once: the collector blocks on
+// its state word and Park wakes it, rather than finding it at the end of some nap. The thread runs
+// 700 us without polling, then parks; the stop must end soon after. Over many stops, the median of
+// (stop returned - thread parked) stays well under the few hundred microseconds a nap would add.
+TEST_F(SafepointTest, AStopEndsAsSoonAsALateThreadParks) {
+  constexpr int kStops = 15;
+  std::atomic<int> round{0};
+  std::atomic<uint64_t> round_start{0};
+  std::atomic<uint64_t> parked_at{0};
+  std::thread late([&] {
+    ThreadRegistration r("late-parker");
+    for (int i = 1; i <= kStops; ++i) {
+      while (round.load(std::memory_order_acquire) < i) {
+      }  // no poll: the stop waits for us
+      const uint64_t until = round_start.load(std::memory_order_relaxed) + 700'000;
+      while (port::NowNanos() < until) {
+      }
+      parked_at.store(port::NowNanos(), std::memory_order_relaxed);
+      Poll();
+    }
+  });
+  while (RegisteredThreadCount() < 2) std::this_thread::yield();
+  std::vector<uint64_t> delays;
+  {
+    CollectorLock lock;
+    ThreadContext* self = CurrentThread();
+    for (int i = 1; i <= kStops; ++i) {
+      round_start.store(port::NowNanos(), std::memory_order_relaxed);
+      round.store(i, std::memory_order_release);
+      ThreadRegistry::Get().StopTheWorld(self);
+      const uint64_t stopped = port::NowNanos();
+      delays.push_back(stopped - parked_at.load(std::memory_order_relaxed));
+      ThreadRegistry::Get().ResumeTheWorld();
+    }
+  }
+  Join(late);
+  std::sort(delays.begin(), delays.end());
+  std::printf("park-to-stop delay: median %llu ns, max %llu ns\n",
+              static_cast<unsigned long long>(delays[delays.size() / 2]),
+              static_cast<unsigned long long>(delays.back()));
+  EXPECT_LT(delays[delays.size() / 2], 250'000u);
+}
+
+// Lateness is counted per thread from when the collector turns to it: a thread still running behind a
+// late one, which then parks within the threshold of the collector's turning to it, is not reported.
+TEST_F(SafepointTest, TheWatchdogDoesNotBlameAThreadQueuedBehindALateOne) {
+  SetSafepointWatchdogNanos(20'000'000);
+  const uint64_t late_before = GetGcStatistics(0).late_safepoints;
+  std::atomic<int> registered{0};
+  std::atomic<bool> go{false};
+  std::atomic<int> running{0};  // workers in their no-poll loops
+  std::atomic<bool> done{false};
+  std::atomic<uint64_t> go_at{0};
+  // Registered in this order, so the collector waits for `first` before it turns to `second`.
+  auto worker = [&](const char* name, int order, uint64_t run_nanos) {
+    while (registered.load(std::memory_order_acquire) != order) std::this_thread::yield();
+    ThreadRegistration r(name);
+    registered.fetch_add(1, std::memory_order_acq_rel);
+    while (!go.load(std::memory_order_acquire)) Poll();
+    const uint64_t until = go_at.load(std::memory_order_relaxed) + run_nanos;
+    running.fetch_add(1, std::memory_order_acq_rel);
+    while (port::NowNanos() < until) {
+    }  // no poll
+    while (!done.load(std::memory_order_acquire)) Poll();
+  };
+  // `first` holds the stop up for most of 60 ms; `second` parks 10 ms after it, well within the
+  // threshold of the collector's turning to it, though 70 ms after the stop began.
+  std::thread first(worker, "late-first", 0, 60'000'000);
+  std::thread second(worker, "queued-second", 1, 70'000'000);
+  while (registered.load(std::memory_order_acquire) != 2) std::this_thread::yield();
+  go_at.store(port::NowNanos(), std::memory_order_relaxed);
+  go.store(true, std::memory_order_release);
+  while (running.load(std::memory_order_acquire) != 2) std::this_thread::yield();
+  ::testing::internal::CaptureStderr();
+  {
+    // This thread stops the world itself, so it is the one waiting, and waits in registration order.
+    CollectorLock lock;
+    ThreadRegistry::Get().StopTheWorld(CurrentThread());
+    ThreadRegistry::Get().ResumeTheWorld();
+  }
+  const std::string log = ::testing::internal::GetCapturedStderr();
+  done.store(true, std::memory_order_release);
+  Join(first);
+  Join(second);
+  SetSafepointWatchdogNanos(50'000'000);
+  EXPECT_EQ(GetGcStatistics(0).late_safepoints, late_before + 1) << log;
+  EXPECT_NE(log.find("thread 'late-first'"), std::string::npos) << log;
+  EXPECT_EQ(log.find("thread 'queued-second'"), std::string::npos) << log;
 }
 
 }  // namespace
