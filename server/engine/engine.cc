@@ -9,6 +9,7 @@
 #include <cerrno>
 #include <cstring>
 #include <initializer_list>
+#include <limits>
 #include <optional>
 #include <vector>
 
@@ -340,10 +341,25 @@ absl::StatusOr<CheckpointStats> Engine::Checkpoint() {
     // there are that many, the fallback for a corrupt checkpoint is the log from its start: keep it all.
     (void)RemoveOldCheckpoints(fs_, checkpoint_dir_, options_.checkpoint_keep);
     absl::StatusOr<std::vector<CheckpointFile>> kept = ListCheckpoints(fs_, checkpoint_dir_);
-    // The oldest kept one needs the log from its base revision on.
+    // Each kept one needs the log from its base revision on. A base is trusted only from a checkpoint
+    // that verifies whole (CRC, base <= revision, revision = name): a damaged base could name a revision
+    // past what another kept checkpoint needs. The bound is the smallest verified base, and never above
+    // any kept checkpoint's revision (as its name says); if none verifies, nothing is removed.
     if (kept.ok() && !kept->empty() && kept->size() >= static_cast<size_t>(options_.checkpoint_keep)) {
-      absl::StatusOr<CheckpointInfo> oldest = ReadCheckpointHeader(fs_, kept->front().path);
-      if (oldest.ok()) (void)wal_->RemoveSegmentsUpTo(oldest->base_revision);
+      std::optional<int64_t> bound;
+      int64_t lowest_revision = std::numeric_limits<int64_t>::max();
+      for (const CheckpointFile& file : *kept) {
+        lowest_revision = std::min(lowest_revision, file.revision);
+        absl::StatusOr<CheckpointInfo> verified =
+            file.path == info->path ? info : VerifyCheckpoint(fs_, file.path);
+        if (!verified.ok() || verified->revision != file.revision) {
+          spdlog::error("checkpoint {} does not verify ({}); log segments are kept for it", file.path,
+                        verified.ok() ? "its header names another revision" : verified.status().ToString());
+          continue;
+        }
+        bound = std::min(bound.value_or(verified->base_revision), verified->base_revision);
+      }
+      if (bound.has_value()) (void)wal_->RemoveSegmentsUpTo(std::min(*bound, lowest_revision));
     }
   }
   CheckpointStats stats;
