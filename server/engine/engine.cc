@@ -228,7 +228,14 @@ absl::Status Engine::Recover(RecoveryReport* report) {
                                               "refusing to start with less than was acknowledged"));
     }
   }
-  // The checkpoints passed over are kept for inspection under names the next load skips.
+  // 4. The last compaction (etcd keeps it across a restart).
+  if (absl::Status s = store_->RestoreCompaction(*compacted); !s.ok()) {
+    return absl::DataLossError(
+        absl::StrCat(JoinPath(options_.data_dir, kCompactionRecordName), ": ", s.message()));
+  }
+
+  // 5. Last, once everything else has succeeded: the checkpoints passed over are kept for inspection
+  // under names the next load skips. A recovery that fails before this leaves the disk as it found it.
   for (SkippedCheckpoint& skip : report->checkpoint.skipped) {
     absl::StatusOr<std::string> aside =
         SetCheckpointAside(fs_, checkpoint_dir_, CheckpointFile{skip.path, skip.revision});
@@ -236,12 +243,6 @@ absl::Status Engine::Recover(RecoveryReport* report) {
     skip.renamed_to = *aside;
     spdlog::error("checkpoint {} kept as {}; recovered without it", skip.path, skip.renamed_to);
   }
-  // 4. The last compaction (etcd keeps it across a restart).
-  if (absl::Status s = store_->RestoreCompaction(*compacted); !s.ok()) {
-    return absl::DataLossError(
-        absl::StrCat(JoinPath(options_.data_dir, kCompactionRecordName), ": ", s.message()));
-  }
-
   store_->AttachWal(wal_.get());
   store_->SetCompactionLog([this](int64_t revision) { return LogCompaction(revision); });
   report->revision = store_->Revision();
