@@ -9,6 +9,7 @@
 #include <cerrno>
 #include <cstring>
 #include <initializer_list>
+#include <limits>
 #include <optional>
 #include <vector>
 
@@ -227,7 +228,14 @@ absl::Status Engine::Recover(RecoveryReport* report) {
                                               "refusing to start with less than was acknowledged"));
     }
   }
-  // The checkpoints passed over are kept for inspection under names the next load skips.
+  // 4. The last compaction (etcd keeps it across a restart).
+  if (absl::Status s = store_->RestoreCompaction(*compacted); !s.ok()) {
+    return absl::DataLossError(
+        absl::StrCat(JoinPath(options_.data_dir, kCompactionRecordName), ": ", s.message()));
+  }
+
+  // 5. Last, once everything else has succeeded: the checkpoints passed over are kept for inspection
+  // under names the next load skips. A recovery that fails before this leaves the disk as it found it.
   for (SkippedCheckpoint& skip : report->checkpoint.skipped) {
     absl::StatusOr<std::string> aside =
         SetCheckpointAside(fs_, checkpoint_dir_, CheckpointFile{skip.path, skip.revision});
@@ -235,12 +243,6 @@ absl::Status Engine::Recover(RecoveryReport* report) {
     skip.renamed_to = *aside;
     spdlog::error("checkpoint {} kept as {}; recovered without it", skip.path, skip.renamed_to);
   }
-  // 4. The last compaction (etcd keeps it across a restart).
-  if (absl::Status s = store_->RestoreCompaction(*compacted); !s.ok()) {
-    return absl::DataLossError(
-        absl::StrCat(JoinPath(options_.data_dir, kCompactionRecordName), ": ", s.message()));
-  }
-
   store_->AttachWal(wal_.get());
   store_->SetCompactionLog([this](int64_t revision) { return LogCompaction(revision); });
   report->revision = store_->Revision();
@@ -340,10 +342,25 @@ absl::StatusOr<CheckpointStats> Engine::Checkpoint() {
     // there are that many, the fallback for a corrupt checkpoint is the log from its start: keep it all.
     (void)RemoveOldCheckpoints(fs_, checkpoint_dir_, options_.checkpoint_keep);
     absl::StatusOr<std::vector<CheckpointFile>> kept = ListCheckpoints(fs_, checkpoint_dir_);
-    // The oldest kept one needs the log from its base revision on.
+    // Each kept one needs the log from its base revision on. A base is trusted only from a checkpoint
+    // that verifies whole (CRC, base <= revision, revision = name): a damaged base could name a revision
+    // past what another kept checkpoint needs. The bound is the smallest verified base, and never above
+    // any kept checkpoint's revision (as its name says); if none verifies, nothing is removed.
     if (kept.ok() && !kept->empty() && kept->size() >= static_cast<size_t>(options_.checkpoint_keep)) {
-      absl::StatusOr<CheckpointInfo> oldest = ReadCheckpointHeader(fs_, kept->front().path);
-      if (oldest.ok()) (void)wal_->RemoveSegmentsUpTo(oldest->base_revision);
+      std::optional<int64_t> bound;
+      int64_t lowest_revision = std::numeric_limits<int64_t>::max();
+      for (const CheckpointFile& file : *kept) {
+        lowest_revision = std::min(lowest_revision, file.revision);
+        absl::StatusOr<CheckpointInfo> verified =
+            file.path == info->path ? info : VerifyCheckpoint(fs_, file.path);
+        if (!verified.ok() || verified->revision != file.revision) {
+          spdlog::error("checkpoint {} does not verify ({}); log segments are kept for it", file.path,
+                        verified.ok() ? "its header names another revision" : verified.status().ToString());
+          continue;
+        }
+        bound = std::min(bound.value_or(verified->base_revision), verified->base_revision);
+      }
+      if (bound.has_value()) (void)wal_->RemoveSegmentsUpTo(std::min(*bound, lowest_revision));
     }
   }
   CheckpointStats stats;

@@ -157,6 +157,29 @@ bool HasZeroSector(std::string_view record, uint64_t offset) {
   return false;
 }
 
+// Whether the complete `record` (at file offset `offset`, in a file of `file_size` bytes) holds a sector
+// that may never have been written: a whole aligned sector inside it that is all zeros, or an all-zero
+// last part that runs to the end of the file. A zero part that shares its sector with other bytes does
+// not count: its first part shares the sector with the segment header or the record before it, which
+// passed their checks, and a last part followed by more bytes shares it with them, so that sector was
+// written and its zeros are data.
+bool HasUnwrittenSector(std::string_view record, uint64_t offset, uint64_t file_size) {
+  size_t pos = 0;
+  while (pos < record.size()) {
+    const uint64_t file_pos = offset + pos;
+    const size_t chunk = static_cast<size_t>(
+        std::min<uint64_t>(kSectorBytes - file_pos % kSectorBytes, record.size() - pos));
+    const bool whole = chunk == kSectorBytes;
+    const bool runs_to_end = pos + chunk == record.size() && file_pos + chunk == file_size;
+    const std::string_view part = record.substr(pos, chunk);
+    if ((whole || runs_to_end) && std::all_of(part.begin(), part.end(), [](char c) { return c == '\0'; })) {
+      return true;
+    }
+    pos += chunk;
+  }
+  return false;
+}
+
 // Reads the records of segments[index], expecting `*expected` first; advances `*expected` past each good
 // record and replays those after `after_revision`. I/O and visitor errors are returned; damage is
 // reported in the scan's `damage`.
@@ -285,7 +308,7 @@ absl::StatusOr<SegmentScan> ScanSegment(FileSystem* fs, const std::vector<Segmen
                      /*torn=*/true);
     }
     const std::string_view record = std::string_view(*rest).substr(0, kRecordHeaderBytes + h->payload_bytes);
-    if (HasZeroSector(record, offset)) {
+    if (HasUnwrittenSector(record, offset, scan.size)) {
       return damaged(offset,
                      absl::StrCat("torn record: the record expected to hold revision ", *expected,
                                   " has an unwritten (all-zero) sector"),

@@ -146,6 +146,31 @@ TEST(EngineHistory, RecoveryRefusesToStartWithLessThanAnUnusableCheckpointHeld) 
   fs::remove_all(dir);
 }
 
+// A recovery that fails leaves the disk as it found it: an unusable newest checkpoint is set aside
+// (renamed .corrupt) only once everything else has succeeded, so a damaged compaction record stops
+// Open with both checkpoints still under their names, and the next attempt meets the same evidence.
+TEST(EngineHistory, AFailedRecoveryRenamesNoCheckpoint) {
+  const std::string dir = TempDir("unusable-compaction-damaged");
+  PrepareUnusableNewestCheckpoint(dir, 150);
+  std::ofstream(dir + "/COMPACTION", std::ios::binary) << "revkvCMP damaged";
+  for (int attempt = 0; attempt < 2; ++attempt)
+    ASSERT_CHILD_PASSES([&] {
+      auto engine = Engine::Open(Options(dir), nullptr);
+      CHILD_CHECK(!engine.ok(), "recovery started at revision %lld",
+                  static_cast<long long>((*engine)->store().Revision()));
+      CHILD_CHECK(absl::IsDataLoss(engine.status()) &&
+                      engine.status().message().find("COMPACTION") != std::string::npos,
+                  "%s", engine.status().ToString().c_str());
+      CHILD_CHECK(fs::exists(CheckpointPath(dir, 101)) && fs::exists(CheckpointPath(dir, 150)),
+                  "a checkpoint was renamed by a recovery that failed");
+      for (const auto& e : fs::directory_iterator(dir + "/checkpoints")) {
+        CHILD_CHECK(e.path().extension() != ".corrupt", "%s was set aside", e.path().c_str());
+      }
+      return 0;
+    });
+  fs::remove_all(dir);
+}
+
 // etcd keeps a compaction across a restart; Compact was acknowledged but not logged, so compacted
 // revisions came back.
 TEST(EngineHistory, ACompactionSurvivesARestart) {

@@ -6,6 +6,7 @@
 #include <cerrno>
 #include <chrono>
 #include <filesystem>
+#include <fstream>
 #include <mutex>
 #include <string>
 #include <thread>
@@ -85,6 +86,71 @@ class RecordingFileSystem final : public FileSystem {
 // A machine crash can lose a directory entry that was never fsync'd in its parent, and with it every
 // log segment and checkpoint inside, though each of those was synced. So the data directory's parent,
 // and the data directory after creating wal/ and checkpoints/, are synced before any file is created.
+// After a checkpoint, log segments are removed up to the base revision of the oldest kept checkpoint.
+// A bit flipped in that checkpoint's base field (its CRC no longer holds, and the base is past its own
+// revision) must not remove segments the newest checkpoint needs: recovery from it would then miss
+// records, acknowledged ones included.
+TEST(EngineHousekeeping, ADamagedBaseInAnOlderCheckpointRemovesNoSegmentANewerOneNeeds) {
+  const std::string dir = TempDir("damaged-base");
+  EngineOptions o = Options(dir);
+  o.wal_segment_bytes = 4096;  // many segments
+  o.checkpoint_keep = 2;
+  o.store.history_revisions = 100;  // each checkpoint holds a base well before its revision
+  ASSERT_CHILD_PASSES([&] {
+    auto engine = Engine::Open(o, nullptr);
+    CHILD_CHECK(engine.ok(), "%s", engine.status().ToString().c_str());
+    Store& store = (*engine)->store();
+    absl::Status s = WriteSteps(store, 1, 100);
+    CHILD_CHECK(s.ok(), "%s", s.ToString().c_str());
+    CHILD_CHECK((*engine)->Checkpoint().ok(), "checkpoint at 101");
+    s = WriteSteps(store, 101, 200);
+    CHILD_CHECK(s.ok(), "%s", s.ToString().c_str());
+    auto older = (*engine)->Checkpoint();
+    CHILD_CHECK(older.ok() && older->revision == 201, "checkpoint at 201");
+    s = WriteSteps(store, 201, 300);
+    CHILD_CHECK(s.ok(), "%s", s.ToString().c_str());
+    // The base field (bytes 40..47 of the header) of the checkpoint that becomes the oldest kept one:
+    // a high bit flipped.
+    {
+      std::fstream f(older->path, std::ios::in | std::ios::out | std::ios::binary);
+      f.seekg(40 + 5);
+      char c = 0;
+      f.read(&c, 1);
+      c = static_cast<char>(c ^ 0x01);
+      f.seekp(40 + 5);
+      f.write(&c, 1);
+      CHILD_CHECK(f.good(), "damaging %s", older->path.c_str());
+    }
+    auto newest = (*engine)->Checkpoint();
+    CHILD_CHECK(newest.ok() && newest->revision == 301, "checkpoint at 301");
+    const std::vector<int64_t> firsts = SegmentFirstRevisions(dir + "/wal");
+    CHILD_CHECK(!firsts.empty() && firsts.front() <= newest->base_revision + 1,
+                "the log starts at revision %lld, but the newest checkpoint needs it from %lld",
+                static_cast<long long>(firsts.empty() ? 0 : firsts.front()),
+                static_cast<long long>(newest->base_revision + 1));
+    CHILD_CHECK(firsts.front() <= older->revision + 1,
+                "the log starts at revision %lld, after the older kept checkpoint's revision %lld",
+                static_cast<long long>(firsts.front()), static_cast<long long>(older->revision));
+    s = WriteSteps(store, 301, 400);
+    CHILD_CHECK(s.ok(), "%s", s.ToString().c_str());
+    std::fflush(stdout);
+    _exit(0);  // a crash: nothing but what was made durable
+  });
+  ASSERT_CHILD_PASSES([&] {
+    RecoveryReport report;
+    auto engine = Engine::Open(o, &report);
+    CHILD_CHECK(engine.ok(), "%s", engine.status().ToString().c_str());
+    CHILD_CHECK(report.checkpoint.loaded && report.checkpoint.loaded->revision == 301, "%s",
+                report.checkpoint.ToString().c_str());
+    int64_t steps = 0;
+    const std::string problem = CheckSteps((*engine)->store(), 400, &steps);
+    CHILD_CHECK(problem.empty(), "%s", problem.c_str());
+    CHILD_CHECK(steps == 400, "steps %lld", static_cast<long long>(steps));
+    return 0;
+  });
+  fs::remove_all(dir);
+}
+
 TEST(EngineHousekeeping, NewDirectoriesAreDurableBeforeAnyFileIsCreatedInThem) {
   const std::string root = TempDir("dirs");
   const std::string dir = root + "/data";

@@ -178,6 +178,39 @@ TEST(WalRecovery, CorruptLastRecordWithoutUnwrittenSectorsStopsRecovery) {
   EXPECT_EQ(testing::SnapshotDir(dir.path()), damaged);
 }
 
+TEST(WalRecovery, AZeroByteInASectorTheNextRecordContinuesIsNotAnUnwrittenSector) {
+  // A record whose last payload byte is 0x00 and falls alone into a sector that the next record, which
+  // passes its CRC, continues: that sector was written, so the zero byte is data, not an unwritten
+  // sector. A byte flipped elsewhere in the record is damage, not a torn tail to cut.
+  ScratchDir dir;
+  const WalOptions options{.dir = dir.path()};
+  WriteLog(options, 1, 10, 100);
+  const std::string segment = SegmentFiles(dir.path()).back();
+  const uint64_t end = testing::ReadWholeFile(segment).size();
+  // Revision 11 ends one byte into the sector after the one it starts in, or the one after that.
+  const uint64_t record_end = (end / 512 + 2) * 512 + 1;
+  std::string payload = PayloadFor(11, record_end - end - 16);
+  payload.back() = '\0';
+  {
+    testing::OpenedWal opened = OpenWal(options, 10);
+    ASSERT_NE(opened.wal, nullptr);
+    AppendOne(*opened.wal, 11, payload);
+    ASSERT_TRUE(opened.wal->WaitDurable(AppendOne(*opened.wal, 12, PayloadFor(12, 100))).ok());
+    ASSERT_TRUE(opened.wal->Close().ok());
+  }
+  const testing::RecordSpan bad = FlipPayloadByte(segment, 10);
+  ASSERT_EQ(bad.revision, 11);
+  ASSERT_EQ(bad.offset + bad.size, record_end);
+  ASSERT_EQ(testing::ReadWholeFile(segment)[record_end - 1], '\0');
+  const std::map<std::string, std::string> damaged = testing::SnapshotDir(dir.path());
+  const absl::Status status = OpenFails(options);
+  EXPECT_EQ(status.code(), absl::StatusCode::kDataLoss) << status;
+  EXPECT_TRUE(testing::MessageHas(status, segment)) << status;
+  EXPECT_TRUE(testing::MessageHas(status, absl::StrCat("offset ", bad.offset))) << status;
+  EXPECT_TRUE(testing::MessageHas(status, "revision 11")) << status;
+  EXPECT_EQ(testing::SnapshotDir(dir.path()), damaged) << "recovery cut a damaged record as a torn tail";
+}
+
 TEST(WalRecovery, LastRecordWithAnUnwrittenSectorIsATornTail) {
   // The file reached its full length but a sector of the last record never did (the size was written
   // back before the data, or the space was preallocated): a torn tail, cut.
