@@ -299,6 +299,10 @@ void BecomeInevitable(TxDescriptor* d) {
 
 // seed 000 FinishTransaction = FindRootsForLocalCollect + PerformLocalCollect + CommitTransaction.
 void CommitTransaction(TxDescriptor* d) {
+  // The body is over: an escalated attempt may give its inevitability back only from the body (a Retry()
+  // that waits for a condition). From here a commit action may have begun an irrevocable effect, so an
+  // abort is fatal again, as for any inevitable transaction.
+  d->inevitable_by_escalation = false;
   if (d->doomed) AbortTransaction(d, AbortCause::kDoomedByGc);
   d->gcroots.clear();
   for (const auto& [r, l] : d->global_to_local) {

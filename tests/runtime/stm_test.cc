@@ -798,6 +798,44 @@ TEST_F(StmTest, RetryInAnAttemptMadeInevitableByTheProgressGuaranteeRunsTheBodyA
   EXPECT_EQ(*copied, stm::kInevitableAfterAborts);
 }
 
+// The exception above covers the body only. A commit action runs after the body, with the commit under
+// way (the log record half written, say): a Retry() from there must stay fatal in an escalated attempt
+// too, not restart a transaction whose irrevocable effect has begun.
+TEST_F(StmTest, RetryFromACommitActionOfAnEscalatedAttemptIsFatal) {
+  GTEST_FLAG_SET(death_test_style, "threadsafe");
+  MakeAccounts(2, 0);
+  EXPECT_DEATH(
+      {
+        std::atomic<int> requested{0};
+        std::atomic<int> conflicts{0};
+        std::thread helper([&] {
+          ThreadRegistration r("conflict");
+          for (int i = 1; i <= stm::kInevitableAfterAborts; ++i) {
+            while (requested.load() < i) std::this_thread::yield();
+            (void)stm::Atomically([&](Tx& tx) {
+              auto tbl = tx.Read(table());
+              tx.Write(Ref<Account>(tbl->at(0)))->balance += 1;
+            });
+            conflicts.store(i);
+          }
+        });
+        helper.detach();
+        int attempts = 0;
+        (void)stm::Atomically([&](Tx& tx) {
+          const int attempt = ++attempts;
+          auto tbl = tx.Read(table());
+          const int64_t seen = tx.Read(Ref<Account>(tbl->at(0)))->balance;
+          if (attempt <= stm::kInevitableAfterAborts) {
+            requested.store(attempt);
+            while (conflicts.load() < attempt) std::this_thread::yield();
+          }
+          tx.Write(Ref<Account>(tbl->at(1)))->balance = seen;
+          if (tx.inevitable()) tx.SetCommitAction([&tx](uint64_t) { tx.Retry(); });
+        });
+      },
+      "an inevitable transaction cannot abort");
+}
+
 // kPossiblyOutdated on a head sends every reader's barrier the slow way. A writer that aborts must not
 // leave it set once no written copy of the head remains; while another transaction still holds one, the
 // flag must stay, since that transaction's ReadPtr taken before its write finds its copy through it
