@@ -163,7 +163,8 @@ Object* RepeatReadBarrier(Object* o) {
 // value in the word's modification order, and every later value still counts its copy. Other threads
 // use the flag only to leave the fast path, and check the head with an acquire load anyway.
 constexpr uint16_t kLocalCopyUnit = 1u << 3;
-static_assert((kLocalCopies & (kGlobal | kPossiblyOutdated | kWritten | kForwarded | kPinned | kMarked)) == 0);
+static_assert((kLocalCopies & (kGlobal | kPossiblyOutdated | kWritten | kForwarded | kPinned | kMarked)) ==
+              0);
 
 void AddWrittenCopy(Object* r) {
   uint16_t f = r->flags();

@@ -95,7 +95,6 @@ void DeclareFlags(CLI::App& app, CapturedFlags& captured) {
 
 }  // namespace
 
-
 std::string_view LogLevelName(LogLevel level) {
   switch (level) {
     case LogLevel::kTrace:

@@ -23,8 +23,7 @@ std::string_view WithoutTrailingSlash(std::string_view dir) {
 }
 
 // The first `limit` bytes of `path` on `fs` (all of them by default).
-absl::StatusOr<std::string> ReadPrefix(FileSystem* fs, const std::string& path,
-                                       uint64_t limit = UINT64_MAX) {
+absl::StatusOr<std::string> ReadPrefix(FileSystem* fs, const std::string& path, uint64_t limit = UINT64_MAX) {
   absl::StatusOr<std::unique_ptr<ReadableFile>> file = fs->OpenReadable(path);
   if (!file.ok()) return file.status();
   absl::StatusOr<uint64_t> size = (*file)->Size();

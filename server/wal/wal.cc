@@ -58,8 +58,9 @@ std::string WalRecoveryReport::ToString() const {
 }
 
 std::string WalRepairReport::ToString() const {
-  if (!damage) return absl::StrCat("wal repair: the log is intact through revision ", last_good_revision,
-                                   "; nothing was changed");
+  if (!damage)
+    return absl::StrCat("wal repair: the log is intact through revision ", last_good_revision,
+                        "; nothing was changed");
   std::string s = absl::StrCat("wal repair: damage in ", damage->segment, " at byte offset ", damage->offset,
                                " (", damage->reason, "); the log now ends at revision ", last_good_revision,
                                "; lost: revisions ", first_lost_revision);
@@ -120,7 +121,8 @@ absl::StatusOr<std::unique_ptr<Wal>> Wal::Open(const WalOptions& options, int64_
   if (report == nullptr) report = &local_report;
 
   if (absl::Status s = fs->CreateDirectories(options.dir); !s.ok()) return s;
-  absl::StatusOr<RecoveredLog> log = RecoverLog(fs, options.dir, after_revision, durable_through, visitor, report);
+  absl::StatusOr<RecoveredLog> log =
+      RecoverLog(fs, options.dir, after_revision, durable_through, visitor, report);
   if (!log.ok()) return log.status();
 
   std::unique_ptr<Wal> wal(new Wal(options, fs));

@@ -66,10 +66,10 @@ struct Segment {
 // Where the log stops being readable.
 struct Damage {
   size_t segment_index = 0;
-  uint64_t offset = 0;    // byte offset of the bad record (0: the segment itself)
-  int64_t revision = 0;   // the revision the bad record was expected to hold
+  uint64_t offset = 0;   // byte offset of the bad record (0: the segment itself)
+  int64_t revision = 0;  // the revision the bad record was expected to hold
   std::string reason;
-  bool torn = false;      // a torn tail of the newest segment: recovery may cut it
+  bool torn = false;  // a torn tail of the newest segment: recovery may cut it
 };
 
 // The result of reading one segment.
@@ -148,8 +148,8 @@ bool HasZeroSector(std::string_view record, uint64_t offset) {
   size_t pos = 0;
   while (pos < record.size()) {
     const uint64_t file_pos = offset + pos;
-    const size_t chunk = static_cast<size_t>(
-        std::min<uint64_t>(kSectorBytes - file_pos % kSectorBytes, record.size() - pos));
+    const size_t chunk =
+        static_cast<size_t>(std::min<uint64_t>(kSectorBytes - file_pos % kSectorBytes, record.size() - pos));
     const std::string_view part = record.substr(pos, chunk);
     if (std::all_of(part.begin(), part.end(), [](char c) { return c == '\0'; })) return true;
     pos += chunk;
@@ -167,8 +167,8 @@ bool HasUnwrittenSector(std::string_view record, uint64_t offset, uint64_t file_
   size_t pos = 0;
   while (pos < record.size()) {
     const uint64_t file_pos = offset + pos;
-    const size_t chunk = static_cast<size_t>(
-        std::min<uint64_t>(kSectorBytes - file_pos % kSectorBytes, record.size() - pos));
+    const size_t chunk =
+        static_cast<size_t>(std::min<uint64_t>(kSectorBytes - file_pos % kSectorBytes, record.size() - pos));
     const bool whole = chunk == kSectorBytes;
     const bool runs_to_end = pos + chunk == record.size() && file_pos + chunk == file_size;
     const std::string_view part = record.substr(pos, chunk);
@@ -200,10 +200,11 @@ absl::StatusOr<SegmentScan> ScanSegment(FileSystem* fs, const std::vector<Segmen
   };
 
   if (segment.first_revision != *expected) {
-    return damaged(0,
-                   absl::StrCat("the segment's name says it starts at revision ", segment.first_revision,
-                                " but revision ", *expected, " comes next (a segment is missing or misnamed)"),
-                   /*torn=*/false);
+    return damaged(
+        0,
+        absl::StrCat("the segment's name says it starts at revision ", segment.first_revision,
+                     " but revision ", *expected, " comes next (a segment is missing or misnamed)"),
+        /*torn=*/false);
   }
   BufferedReader reader(file->get(), scan.size);
   if (scan.size < kSegmentHeaderBytes) {
@@ -249,10 +250,10 @@ absl::StatusOr<SegmentScan> ScanSegment(FileSystem* fs, const std::vector<Segmen
       continue;
     }
     if (crc_ok) {
-      return damaged(offset,
-                     absl::StrCat("record of revision ", h->revision, " where revision ", *expected,
-                                  " was expected"),
-                     /*torn=*/false);
+      return damaged(
+          offset,
+          absl::StrCat("record of revision ", h->revision, " where revision ", *expected, " was expected"),
+          /*torn=*/false);
     }
 
     // 2. A record that fails its checks. A covered one is passed over if the next record needed can be
@@ -260,8 +261,8 @@ absl::StatusOr<SegmentScan> ScanSegment(FileSystem* fs, const std::vector<Segmen
     absl::StatusOr<std::string> rest = ReadRange(**file, offset, scan.size);
     if (!rest.ok()) return rest.status();
     if (*expected <= after_revision) {
-      if (std::optional<FoundRecord> next = FindRecord(std::string_view(*rest).substr(1), offset + 1,
-                                                       *expected + 1, after_revision + 1)) {
+      if (std::optional<FoundRecord> next =
+              FindRecord(std::string_view(*rest).substr(1), offset + 1, *expected + 1, after_revision + 1)) {
         report->covered_records_skipped += static_cast<uint64_t>(next->revision - *expected);
         *expected = next->revision;
         reader.Seek(next->offset);
@@ -271,9 +272,9 @@ absl::StatusOr<SegmentScan> ScanSegment(FileSystem* fs, const std::vector<Segmen
 
     // 3. Otherwise it ends the log: a torn tail if a crash can explain it, damage if not.
     if (!h) {
-      return damaged(offset,
-                     absl::StrCat("torn record header (", rest->size(), " of ", kRecordHeaderBytes, " bytes)"),
-                     /*torn=*/true);
+      return damaged(
+          offset, absl::StrCat("torn record header (", rest->size(), " of ", kRecordHeaderBytes, " bytes)"),
+          /*torn=*/true);
     }
     if (!complete) {
       const uint64_t present = rest->size() - kRecordHeaderBytes;
@@ -293,19 +294,18 @@ absl::StatusOr<SegmentScan> ScanSegment(FileSystem* fs, const std::vector<Segmen
                                     " payload bytes but announces ", h->payload_bytes),
                        /*torn=*/false);
       }
-      if (std::optional<FoundRecord> later =
-              FindRecord(std::string_view(*rest).substr(1), offset + 1, *expected + 1,
-                         std::numeric_limits<int64_t>::max())) {
+      if (std::optional<FoundRecord> later = FindRecord(std::string_view(*rest).substr(1), offset + 1,
+                                                        *expected + 1, std::numeric_limits<int64_t>::max())) {
         return damaged(offset,
                        absl::StrCat("damaged length: the record announces ", h->payload_bytes,
                                     " payload bytes, past the end of the file, but the record of revision ",
                                     later->revision, " follows at offset ", later->offset),
                        /*torn=*/false);
       }
-      return damaged(offset,
-                     absl::StrCat("torn record: ", h->payload_bytes, " payload bytes announced, ", present,
-                                  " present"),
-                     /*torn=*/true);
+      return damaged(
+          offset,
+          absl::StrCat("torn record: ", h->payload_bytes, " payload bytes announced, ", present, " present"),
+          /*torn=*/true);
     }
     const std::string_view record = std::string_view(*rest).substr(0, kRecordHeaderBytes + h->payload_bytes);
     if (HasUnwrittenSector(record, offset, scan.size)) {

@@ -89,15 +89,15 @@ void Run(const uint8_t* data, size_t size) {
              static_cast<long long>(verified->compact_revision),
              static_cast<unsigned long long>(verified->bytes));
 
-  FUZZ_CHECK(verified->compact_revision <= verified->base_revision &&
-                 verified->base_revision <= verified->revision,
-             "verified base revision %lld outside [compact, revision]",
-             static_cast<long long>(verified->base_revision));
+  FUZZ_CHECK(
+      verified->compact_revision <= verified->base_revision && verified->base_revision <= verified->revision,
+      "verified base revision %lld outside [compact, revision]",
+      static_cast<long long>(verified->base_revision));
 
   // Written again by the writer, the same checkpoint has the same bytes. Only the version written today
   // can be compared so: an older version is read but never written (its header is shorter).
-  if (checkpoint_format::HeaderSize(std::string_view(reinterpret_cast<const char*>(data), size)).value_or(0) !=
-      checkpoint_format::kHeaderBytes) {
+  if (checkpoint_format::HeaderSize(std::string_view(reinterpret_cast<const char*>(data), size))
+          .value_or(0) != checkpoint_format::kHeaderBytes) {
     return;
   }
   MemoryFileSystem out;

@@ -787,13 +787,12 @@ TEST_F(StmTest, RetryInAnAttemptMadeInevitableByTheProgressGuaranteeRunsTheBodyA
                 }
               }).ok());
   Join(helper);
-  EXPECT_TRUE(retried_while_inevitable) << "attempt " << stm::kInevitableAfterAborts + 1
-                                        << " was to be inevitable";
+  EXPECT_TRUE(retried_while_inevitable)
+      << "attempt " << stm::kInevitableAfterAborts + 1 << " was to be inevitable";
   EXPECT_EQ(escalated_attempts, 1) << "after Retry() the body runs as an ordinary transaction";
   EXPECT_EQ(attempts, stm::kInevitableAfterAborts + 2);
-  absl::StatusOr<int64_t> copied = stm::ReadOnly([&](SnapshotTx& tx) {
-    return tx.Read(Ref<Account>(tx.Read(table())->at(1)))->balance;
-  });
+  absl::StatusOr<int64_t> copied =
+      stm::ReadOnly([&](SnapshotTx& tx) { return tx.Read(Ref<Account>(tx.Read(table())->at(1)))->balance; });
   ASSERT_TRUE(copied.ok());
   EXPECT_EQ(*copied, stm::kInevitableAfterAborts);
 }
@@ -921,9 +920,8 @@ TEST_F(StmTest, ReadSetValidationPreventsWriteSkew) {
               }).ok());
   Join(other);
   EXPECT_EQ(attempts, 2) << "the first attempt read account 1 before the other commit changed it";
-  absl::StatusOr<int64_t> a = stm::ReadOnly([&](SnapshotTx& tx) {
-    return tx.Read(Ref<Account>(tx.Read(table())->at(0)))->balance;
-  });
+  absl::StatusOr<int64_t> a =
+      stm::ReadOnly([&](SnapshotTx& tx) { return tx.Read(Ref<Account>(tx.Read(table())->at(0)))->balance; });
   ASSERT_TRUE(a.ok());
   EXPECT_EQ(*a, 3) << "serial order: the other transaction (1 + 1), then this one (1 + 2)";
 }
@@ -1048,9 +1046,8 @@ TEST_F(StmTest, AMajorCollectionDoomsAWriterWhoseReadSetIsOutdated) {
   std::thread other([&] {
     ThreadRegistration r("other");
     while (phase.load() != 1) std::this_thread::yield();
-    ASSERT_TRUE(stm::Atomically([&](Tx& tx) {
-                  tx.Write(Ref<Account>(tx.Read(table())->at(0)))->balance = 10;
-                }).ok());
+    ASSERT_TRUE(
+        stm::Atomically([&](Tx& tx) { tx.Write(Ref<Account>(tx.Read(table())->at(0)))->balance = 10; }).ok());
     phase.store(2);
   });
   const uint64_t doomed_before =
@@ -1060,7 +1057,7 @@ TEST_F(StmTest, AMajorCollectionDoomsAWriterWhoseReadSetIsOutdated) {
                 ++attempts;
                 auto tbl = tx.Read(table());
                 const int64_t seen = tx.Read(Ref<Account>(tbl->at(0)))->balance;  // read set
-                tx.Write(Ref<Account>(tbl->at(1)))->balance = seen;              // a writer
+                tx.Write(Ref<Account>(tbl->at(1)))->balance = seen;               // a writer
                 if (attempts == 1) {
                   phase.store(1);
                   while (phase.load() != 2) std::this_thread::yield();
@@ -1070,7 +1067,8 @@ TEST_F(StmTest, AMajorCollectionDoomsAWriterWhoseReadSetIsOutdated) {
               }).ok());
   Join(other);
   EXPECT_EQ(attempts, 2);
-  EXPECT_EQ(stm::GetStmStatistics().aborts[static_cast<int>(stm::AbortCause::kDoomedByGc)], doomed_before + 1);
+  EXPECT_EQ(stm::GetStmStatistics().aborts[static_cast<int>(stm::AbortCause::kDoomedByGc)],
+            doomed_before + 1);
 }
 
 // Tx::Fail in an inevitable transaction ends it cleanly: nothing is published, the time is unchanged,
@@ -1094,9 +1092,8 @@ TEST_F(StmTest, FailInAnInevitableTransactionReleasesInevitabilityAndPublishesNo
                 }).ok());
   });
   Join(next);
-  absl::StatusOr<int64_t> v = stm::ReadOnly([&](SnapshotTx& tx) {
-    return tx.Read(Ref<Account>(tx.Read(table())->at(0)))->balance;
-  });
+  absl::StatusOr<int64_t> v =
+      stm::ReadOnly([&](SnapshotTx& tx) { return tx.Read(Ref<Account>(tx.Read(table())->at(0)))->balance; });
   ASSERT_TRUE(v.ok());
   EXPECT_EQ(*v, 2) << "the failed transaction's write must not be published";
   EXPECT_EQ(stm::LastCommittedTime(), time_before + 2);

@@ -43,9 +43,9 @@ TEST(EngineRepair, RepairReadsTheLogFromTheBaseOfTheCheckpointRecoveryLoads) {
     CHILD_CHECK(absl::IsDataLoss(engine.status()), "%s", engine.status().ToString().c_str());
     absl::StatusOr<WalRepairReport> repair = RepairLog(o);
     CHILD_CHECK(repair.ok(), "%s", repair.status().ToString().c_str());
-    CHILD_CHECK(repair->damage.has_value() && repair->first_lost_revision == 80 &&
-                    repair->last_good_revision == 79,
-                "%s", repair->ToString().c_str());
+    CHILD_CHECK(
+        repair->damage.has_value() && repair->first_lost_revision == 80 && repair->last_good_revision == 79,
+        "%s", repair->ToString().c_str());
     CHILD_CHECK(fs::exists(CheckpointPath(dir, 101)), "the repair must not touch checkpoints");
     return 0;
   });

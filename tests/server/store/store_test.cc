@@ -3,7 +3,6 @@
 #include "server/store/store.h"
 
 #include <gtest/gtest.h>
-
 #include <stdlib.h>
 
 #include <atomic>
@@ -248,7 +247,8 @@ TEST_F(StoreTest, AWriteLargerThanTheLogBufferIsTooLargeAndChangesNothing) {
   wal_options.buffer_bytes = 64 * 1024;
   WalRecoveryReport report;
   // Revision 1 is the empty store: the log starts at revision 2 (as the engine opens it).
-  auto wal = Wal::Open(wal_options, 1, [](int64_t, std::string_view) { return absl::OkStatus(); }, &report);
+  auto wal = Wal::Open(
+      wal_options, 1, [](int64_t, std::string_view) { return absl::OkStatus(); }, &report);
   ASSERT_TRUE(wal.ok()) << wal.status();
   StoreOptions options;
   options.max_request_bytes = 1 << 20;

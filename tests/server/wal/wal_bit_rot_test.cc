@@ -92,8 +92,8 @@ TEST(WalBitRot, FlippedBytesAnywhereEitherFailRecoveryOrLoseNothing) {
       flipped[victim].insert(at);
       where += absl::StrCat(" ", victim.substr(victim.rfind('/') + 1), "@", at);
     }
-    SCOPED_TRACE(::testing::Message() << "round " << round << ", flips:" << where
-                                      << " (REVKV_TEST_SEED=" << seed << ")");
+    SCOPED_TRACE(::testing::Message()
+                 << "round " << round << ", flips:" << where << " (REVKV_TEST_SEED=" << seed << ")");
     const std::map<std::string, std::string> damaged = testing::SnapshotDir(dir.path());
 
     WalRecoveryReport report;
@@ -132,7 +132,8 @@ TEST(WalBitRot, FlippedBytesAnywhereEitherFailRecoveryOrLoseNothing) {
         if (r.offset == report.corruption->offset) cut = r;
       }
       const bool length_hit = cut && hits.lower_bound(cut->offset) != hits.lower_bound(cut->offset + 4);
-      const bool rest_hit = cut && hits.lower_bound(cut->offset + 4) != hits.lower_bound(cut->offset + cut->size);
+      const bool rest_hit =
+          cut && hits.lower_bound(cut->offset + 4) != hits.lower_bound(cut->offset + cut->size);
       ASSERT_TRUE(report.corruption->segment == newest && length_hit && rest_hit)
           << "synced records were cut as a torn tail: " << report.ToString();
       ++residual;

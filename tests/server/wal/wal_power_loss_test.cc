@@ -13,9 +13,9 @@
 //    records (the model bites).
 #include <algorithm>
 #include <atomic>
-#include <filesystem>
 #include <cerrno>
 #include <chrono>
+#include <filesystem>
 #include <map>
 #include <mutex>
 #include <random>
@@ -207,7 +207,8 @@ TEST(WalPowerLoss, TheModelLosesUnsyncedBytesAtAnyOffsetAndOutOfOrderAndUndoesUn
     {
       FaultInjectingFileSystem faulty(DefaultFileSystem());
       for (const char* name : {"data", "doomed", "from"}) {
-        absl::StatusOr<std::unique_ptr<WritableFile>> f = faulty.OpenWritable(dir.File(name), OpenMode::kTruncate);
+        absl::StatusOr<std::unique_ptr<WritableFile>> f =
+            faulty.OpenWritable(dir.File(name), OpenMode::kTruncate);
         ASSERT_TRUE(f.ok());
         ASSERT_TRUE((*f)->Append(synced).ok());
         ASSERT_TRUE((*f)->Sync().ok());

@@ -289,8 +289,8 @@ TEST(WalRecovery, DamagedLengthRunningPastTheEndIsNotATornTailWhenOnlyDamagedRec
   std::string contents = testing::ReadWholeFile(segment);
   const std::vector<testing::RecordSpan> records = testing::ParseSegment(contents);
   const testing::RecordSpan bad = records[records.size() - 2];
-  contents[bad.offset + 3] = 0x26;                     // length + 608 MiB: past the end of the file
-  contents[records.back().offset + 40] ^= 0x10;        // and the last record's payload
+  contents[bad.offset + 3] = 0x26;               // length + 608 MiB: past the end of the file
+  contents[records.back().offset + 40] ^= 0x10;  // and the last record's payload
   testing::WriteWholeFile(segment, contents);
   const std::map<std::string, std::string> damaged = testing::SnapshotDir(dir.path());
   const absl::Status status = OpenFails(options);

@@ -30,7 +30,9 @@ void WriteLog(const WalOptions& options, int64_t first, int64_t last) {
 }
 
 bool OpenRefused(const WalOptions& options) {
-  return !Wal::Open(options, 0, [](int64_t, std::string_view) { return absl::OkStatus(); }, nullptr).ok();
+  return !Wal::Open(
+              options, 0, [](int64_t, std::string_view) { return absl::OkStatus(); }, nullptr)
+              .ok();
 }
 
 TEST(WalRepair, MovesTheDamagedPartAsideAndTheLogOpensAgain) {
@@ -65,7 +67,8 @@ TEST(WalRepair, MovesTheDamagedPartAsideAndTheLogOpensAgain) {
   EXPECT_EQ(testing::ReadWholeFile(victim + ".damaged"), contents);
   for (size_t i = 2; i < files.size(); ++i) {
     EXPECT_FALSE(std::filesystem::exists(files[i]));
-    EXPECT_EQ(testing::ReadWholeFile(files[i] + ".damaged"), before.at(std::filesystem::path(files[i]).filename()));
+    EXPECT_EQ(testing::ReadWholeFile(files[i] + ".damaged"),
+              before.at(std::filesystem::path(files[i]).filename()));
   }
   EXPECT_EQ(std::filesystem::file_size(victim), bad.offset);
 
@@ -127,7 +130,8 @@ TEST(WalRepair, MovingTheFirstSegmentReadAsideDoesNotUncoverADamagedOlderOne) {
   }
   // Open reads from files[1]: files[0] is wholly covered by the checkpoint.
   ASSERT_FALSE(
-      Wal::Open(options, after_revision, [](int64_t, std::string_view) { return absl::OkStatus(); }, nullptr)
+      Wal::Open(
+          options, after_revision, [](int64_t, std::string_view) { return absl::OkStatus(); }, nullptr)
           .ok());
 
   absl::StatusOr<WalRepairReport> repair = RepairWal(nullptr, dir.path(), after_revision);
