@@ -1,6 +1,7 @@
-// Our etcdserverpb and mvccpb protos are wire-compatible with etcd 3.4's: every message, field, enum
-// value, service and method we declare is etcd's, with etcd's numbers, types and names, and we declare
-// every method of etcd's KV, Cluster and Maintenance services under etcd's gRPC paths.
+// Our etcdserverpb, mvccpb, v3lockpb and v3electionpb protos are wire-compatible with etcd 3.4's: every
+// message, field, enum value, service and method we declare is etcd's, with etcd's numbers, types and
+// names, and we declare every method of etcd's KV, Watch, Lease, Cluster, Maintenance, Lock and Election
+// services under etcd's gRPC paths.
 //
 // etcd's files, from Debian's golang-etcd-server-dev, are compiled by protoc into a descriptor set when
 // the test runs. They import "etcd/mvcc/mvccpb/kv.proto" and "etcd/auth/authpb/auth.proto", which resolve
@@ -28,6 +29,8 @@
 #include <vector>
 
 #include "etcdserverpb/rpc.grpc.pb.h"
+#include "v3electionpb/v3election.grpc.pb.h"
+#include "v3lockpb/v3lock.grpc.pb.h"
 
 extern char** environ;
 
@@ -42,9 +45,20 @@ const std::string kGogoRoot = kGocode + "/github.com/gogo/protobuf";
 const std::string kGoogleApisRoot =
     kGocode + "/github.com/grpc-ecosystem/grpc-gateway/third_party/googleapis";
 const std::string kEtcdRpcProto = "etcd/etcdserver/etcdserverpb/rpc.proto";
+const std::string kEtcdLockProto = "etcd/etcdserver/api/v3lock/v3lockpb/v3lock.proto";
+const std::string kEtcdElectionProto = "etcd/etcdserver/api/v3election/v3electionpb/v3election.proto";
 
 // Our files checked against etcd's.
-const std::vector<std::string> kOurFiles = {"etcdserverpb/rpc.proto", "mvccpb/kv.proto"};
+const std::vector<std::string> kOurFiles = {"etcdserverpb/rpc.proto", "mvccpb/kv.proto",
+                                            "v3lockpb/v3lock.proto", "v3electionpb/v3election.proto"};
+// etcd's file for each of ours, in the same order.
+const std::vector<std::string> kEtcdFiles = {kEtcdRpcProto, "etcd/mvcc/mvccpb/kv.proto", kEtcdLockProto,
+                                             kEtcdElectionProto};
+
+// The services revkv serves, each with every method of etcd's.
+const std::vector<std::string> kServices = {
+    "etcdserverpb.KV",          "etcdserverpb.Watch",       "etcdserverpb.Lease", "etcdserverpb.Cluster",
+    "etcdserverpb.Maintenance", "v3lockpb.Lock",            "v3electionpb.Election"};
 
 // etcd's gRPC paths for the services revkv serves, as etcd's clients call them.
 const std::vector<std::string> kEtcdPaths = {
@@ -53,6 +67,12 @@ const std::vector<std::string> kEtcdPaths = {
     "/etcdserverpb.KV/DeleteRange",
     "/etcdserverpb.KV/Txn",
     "/etcdserverpb.KV/Compact",
+    "/etcdserverpb.Watch/Watch",
+    "/etcdserverpb.Lease/LeaseGrant",
+    "/etcdserverpb.Lease/LeaseRevoke",
+    "/etcdserverpb.Lease/LeaseKeepAlive",
+    "/etcdserverpb.Lease/LeaseTimeToLive",
+    "/etcdserverpb.Lease/LeaseLeases",
     "/etcdserverpb.Cluster/MemberAdd",
     "/etcdserverpb.Cluster/MemberRemove",
     "/etcdserverpb.Cluster/MemberUpdate",
@@ -65,6 +85,13 @@ const std::vector<std::string> kEtcdPaths = {
     "/etcdserverpb.Maintenance/HashKV",
     "/etcdserverpb.Maintenance/Snapshot",
     "/etcdserverpb.Maintenance/MoveLeader",
+    "/v3lockpb.Lock/Lock",
+    "/v3lockpb.Lock/Unlock",
+    "/v3electionpb.Election/Campaign",
+    "/v3electionpb.Election/Proclaim",
+    "/v3electionpb.Election/Leader",
+    "/v3electionpb.Election/Observe",
+    "/v3electionpb.Election/Resign",
 };
 
 // Runs `argv` and returns its exit status (-1 if it could not run), with its stderr in `*err`.
@@ -98,6 +125,8 @@ struct EtcdProtos {
     const std::pair<std::string, const char*> needed[] = {
         {kEtcdRoot + "/etcdserver/etcdserverpb/rpc.proto", "golang-etcd-server-dev"},
         {kEtcdRoot + "/mvcc/mvccpb/kv.proto", "golang-etcd-server-dev"},
+        {kEtcdRoot + "/etcdserver/api/v3lock/v3lockpb/v3lock.proto", "golang-etcd-server-dev"},
+        {kEtcdRoot + "/etcdserver/api/v3election/v3electionpb/v3election.proto", "golang-etcd-server-dev"},
         {kGogoRoot + "/gogoproto/gogo.proto", "golang-github-gogo-protobuf-dev"},
         {kGoogleApisRoot + "/google/api/annotations.proto", "golang-github-grpc-ecosystem-grpc-gateway-dev"},
     };
@@ -123,7 +152,7 @@ struct EtcdProtos {
     if (symlink(kEtcdRoot.c_str(), (dir + "/etcd").c_str()) == 0) {
       status = Run({REVKV_PROTOC, "-I" + dir, "-I" + kGogoRoot, "-I" + kGoogleApisRoot,
                     std::string("-I") + REVKV_PROTOBUF_INCLUDE_DIR, "--include_imports",
-                    "--descriptor_set_out=" + descriptor, kEtcdRpcProto},
+                    "--descriptor_set_out=" + descriptor, kEtcdRpcProto, kEtcdLockProto, kEtcdElectionProto},
                    dir + "/protoc.err", &err);
     }
     pb::FileDescriptorSet set;
@@ -223,16 +252,14 @@ std::string Path(const pb::MethodDescriptor* method) {
 }
 
 TEST_F(WireCompatibility, FilesHaveEtcdsPackagesAndSyntax) {
-  const pb::FileDescriptor* etcd_rpc = etcd_->pool.FindFileByName(kEtcdRpcProto);
-  const pb::FileDescriptor* etcd_kv = etcd_->pool.FindFileByName("etcd/mvcc/mvccpb/kv.proto");
-  ASSERT_NE(etcd_rpc, nullptr);
-  ASSERT_NE(etcd_kv, nullptr);
   const std::vector<const pb::FileDescriptor*> ours = OurFiles();
-  ASSERT_EQ(ours.size(), 2u);
-  EXPECT_EQ(ours[0]->package(), etcd_rpc->package());
-  EXPECT_EQ(ours[1]->package(), etcd_kv->package());
-  EXPECT_EQ(ours[0]->syntax(), etcd_rpc->syntax());
-  EXPECT_EQ(ours[1]->syntax(), etcd_kv->syntax());
+  ASSERT_EQ(ours.size(), kEtcdFiles.size());
+  for (size_t i = 0; i < ours.size(); ++i) {
+    const pb::FileDescriptor* etcd = etcd_->pool.FindFileByName(kEtcdFiles[i]);
+    ASSERT_NE(etcd, nullptr) << kEtcdFiles[i];
+    EXPECT_EQ(ours[i]->package(), etcd->package()) << kOurFiles[i];
+    EXPECT_EQ(ours[i]->syntax(), etcd->syntax()) << kOurFiles[i];
+  }
 }
 
 TEST_F(WireCompatibility, EveryMessageMatchesEtcdFieldByField) {
@@ -334,13 +361,13 @@ TEST_F(WireCompatibility, EveryMethodWeDeclareIsEtcdsWithItsTypesAndStreaming) {
       }
     }
   }
-  EXPECT_EQ(methods, 17);
+  EXPECT_EQ(methods, 30);
   EXPECT_TRUE(problems.empty()) << ::testing::PrintToString(problems);
 }
 
-TEST_F(WireCompatibility, WeDeclareEveryMethodOfEtcdsKvClusterAndMaintenance) {
+TEST_F(WireCompatibility, WeDeclareEveryMethodOfEtcdsServicesWeServe) {
   std::vector<std::string> missing;
-  for (const char* name : {"etcdserverpb.KV", "etcdserverpb.Cluster", "etcdserverpb.Maintenance"}) {
+  for (const std::string& name : kServices) {
     const pb::ServiceDescriptor* etcd = etcd_->pool.FindServiceByName(name);
     ASSERT_NE(etcd, nullptr) << name;
     const pb::ServiceDescriptor* ours = ours_->pool.FindServiceByName(name);
@@ -356,11 +383,11 @@ TEST_F(WireCompatibility, WeDeclareEveryMethodOfEtcdsKvClusterAndMaintenance) {
 TEST_F(WireCompatibility, GrpcPathsOfBothDefinitionsAreEtcds) {
   std::set<std::string> ours_paths;
   std::set<std::string> etcd_paths;
-  for (const char* name : {"etcdserverpb.KV", "etcdserverpb.Cluster", "etcdserverpb.Maintenance"}) {
+  for (const std::string& name : kServices) {
     const pb::ServiceDescriptor* ours = ours_->pool.FindServiceByName(name);
     const pb::ServiceDescriptor* etcd = etcd_->pool.FindServiceByName(name);
-    ASSERT_NE(ours, nullptr);
-    ASSERT_NE(etcd, nullptr);
+    ASSERT_NE(ours, nullptr) << name;
+    ASSERT_NE(etcd, nullptr) << name;
     for (int m = 0; m < ours->method_count(); ++m) ours_paths.insert(Path(ours->method(m)));
     for (int m = 0; m < etcd->method_count(); ++m) etcd_paths.insert(Path(etcd->method(m)));
   }
@@ -376,10 +403,18 @@ TEST_F(WireCompatibility, GeneratedServicesServeEtcdsPaths) {
   etcdserverpb::KV::AsyncService kv;
   etcdserverpb::Cluster::AsyncService cluster;
   etcdserverpb::Maintenance::AsyncService maintenance;
+  etcdserverpb::Watch::AsyncService watch;
+  etcdserverpb::Lease::AsyncService lease;
+  v3lockpb::Lock::AsyncService lock;
+  v3electionpb::Election::AsyncService election;
   grpc::ServerBuilder builder;
   builder.RegisterService(&kv);
   builder.RegisterService(&cluster);
   builder.RegisterService(&maintenance);
+  builder.RegisterService(&watch);
+  builder.RegisterService(&lease);
+  builder.RegisterService(&lock);
+  builder.RegisterService(&election);
   std::unique_ptr<grpc::ServerCompletionQueue> server_cq = builder.AddCompletionQueue();
   std::unique_ptr<grpc::Server> server = builder.BuildAndStart();
   ASSERT_NE(server, nullptr);
