@@ -10,6 +10,7 @@
 #include "runtime/gc/collector.h"
 #include "runtime/heap/object_format.h"
 #include "runtime/heap/page_space.h"
+#include "runtime/safepoint/safepoint.h"
 #include "runtime/safepoint/thread_context.h"
 
 namespace revkv::runtime {
@@ -70,6 +71,9 @@ absl::StatusOr<Object*> Allocate(TypeId type, size_t size) {
   }
   size = AlignObjectSize(std::max(size, kMinObjectSize));
   ThreadContext* self = RequireThread();
+#ifdef REVKV_DEBUG_CHECKS
+  internal::CheckNoCommitLocks("an allocation");
+#endif
   if (size <= kLargeObjectThreshold) {
     char* p = self->heap.TryBumpNursery(size);
     if (p == nullptr) [[unlikely]] {

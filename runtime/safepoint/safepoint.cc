@@ -45,6 +45,17 @@ void PollSlow() {
 
 namespace {
 thread_local ThreadContext* t_current = nullptr;
+}  // namespace
+
+void internal::CheckNoCommitLocks(const char* what) {
+  if (t_current != nullptr && t_current->holds_commit_locks) {
+    std::fprintf(stderr, "revkv runtime: %s on thread '%s', which holds STM header locks\n", what,
+                 t_current->name.c_str());
+    std::abort();
+  }
+}
+
+namespace {
 
 // How long the collector spins on a running thread before sleeping on its state word. Threads poll
 // every few microseconds, so most stops complete within the spin.
@@ -252,6 +263,9 @@ bool IsThreadRegistered() { return t_current != nullptr; }
 int RegisteredThreadCount() { return ThreadRegistry::Get().Count(); }
 
 SafeRegion::SafeRegion() : active_(t_current != nullptr) {
+#ifdef REVKV_DEBUG_CHECKS
+  internal::CheckNoCommitLocks("entering a safe region");
+#endif
   if (active_) ThreadRegistry::Get().EnterSafeRegion(t_current);
 }
 

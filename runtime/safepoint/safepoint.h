@@ -41,11 +41,17 @@ inline constexpr uint32_t kStopRequested = 1u << 0;
 inline constexpr uint32_t kMajorWanted = 1u << 1;
 extern std::atomic<uint32_t> g_poll_word;
 void PollSlow();
+// Debug builds: aborts, naming `what`, if the calling thread holds STM header locks (see
+// ThreadContext::holds_commit_locks). A no-op on an unregistered thread.
+void CheckNoCommitLocks(const char* what);
 }  // namespace internal
 
 // A safepoint poll: stops here if a collection asked all threads to stop, or runs a wanted major
 // collection. The calling thread must be registered and must not hold STM header locks.
 inline void Poll() {
+#ifdef REVKV_DEBUG_CHECKS
+  internal::CheckNoCommitLocks("Poll()");
+#endif
   if (internal::g_poll_word.load(std::memory_order_relaxed) != 0) [[unlikely]] {
     internal::PollSlow();
   }

@@ -36,6 +36,10 @@ struct ThreadContext {
   port::SavedRegisters registers{};                       // captured with stack_top
   int safe_region_depth = 0;                              // owner only
   bool in_collection = false;  // owner only: a minor or local collection is running
+  // Owner only: the STM holds header locks (from AcquireLocks to their release). Debug builds
+  // (REVKV_DEBUG_CHECKS) abort when such a thread polls, enters a safe region or allocates: a collection
+  // must never find a locked header, and a thread spinning on the lock must never wait for a stop.
+  bool holds_commit_locks = false;
   ThreadHeap heap;
   internal::RootNode roots{&roots, &roots,
                            internal::RootNode::kMask};  // sentinel of the thread's Root<T> list

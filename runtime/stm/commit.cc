@@ -27,6 +27,7 @@
 #include "runtime/heap/object_format.h"
 #include "runtime/port/port.h"
 #include "runtime/safepoint/safepoint.h"
+#include "runtime/safepoint/thread_context.h"
 #include "runtime/stm/descriptor.h"
 
 namespace revkv::runtime::stm {
@@ -44,8 +45,17 @@ void Check(bool condition, const char* what) {
   }
 }
 
+// Records whether this thread holds header locks, for the debug builds' check of the rule above
+// (Poll, SafeRegion and Allocate abort on a thread that holds them).
+inline void MarkCommitLocksHeld([[maybe_unused]] bool held) {
+#ifdef REVKV_DEBUG_CHECKS
+  CurrentThread()->holds_commit_locks = held;
+#endif
+}
+
 // seed 000 CancelLocks.
 void CancelLocks(TxDescriptor* d) {
+  MarkCommitLocksHeld(false);
   for (GcRoot& g : d->gcroots) {
     if (g.saved != 0) {
       g.r->h_revision.store(g.saved, std::memory_order_release);
@@ -57,6 +67,7 @@ void CancelLocks(TxDescriptor* d) {
 // seed 000 AcquireLocks: in address order (gcroots is sorted), by CAS; spins on another committer's
 // lock without polling (that committer is running and will finish).
 void AcquireLocks(TxDescriptor* d) {
+  MarkCommitLocksHeld(true);  // from the first CAS on: an abort below releases them (CancelLocks)
 #ifndef REVKV_MUTATION_NO_LOCK_ORDER
   Object* previous = nullptr;
 #endif
@@ -151,6 +162,7 @@ void UpdateChainHeads(TxDescriptor* d, uint64_t cur_time) {
     g.r->h_revision.store(reinterpret_cast<uintptr_t>(g.l), std::memory_order_release);
     g.saved = 0;
   }
+  MarkCommitLocksHeld(false);
   RevisionsSuperseded().fetch_add(d->gcroots.size(), std::memory_order_relaxed);
 }
 

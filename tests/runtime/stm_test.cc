@@ -835,6 +835,55 @@ TEST_F(StmTest, RetryFromACommitActionOfAnEscalatedAttemptIsFatal) {
       "an inevitable transaction cannot abort");
 }
 
+#ifdef REVKV_DEBUG_CHECKS
+// From the first header lock to the last release a committing thread neither polls, nor enters a safe
+// region, nor allocates (a collection would find a locked header; a thread spinning on the lock would
+// wait for a stop that waits for it). Debug builds check it; a commit action runs inside that section,
+// so one that breaks the rule is caught.
+class CommitLockDiscipline : public StmTest {
+ protected:
+  void CommitWithAction(std::function<void()> forbidden) {
+    MakeAccounts(1, 0);
+    (void)stm::Atomically([&](Tx& tx) {
+      tx.Write(Ref<Account>(tx.Read(table())->at(0)))->balance = 1;
+      tx.SetCommitAction([&](uint64_t) { forbidden(); });
+    });
+  }
+};
+
+TEST_F(CommitLockDiscipline, PollingWhileHoldingHeaderLocksAborts) {
+  GTEST_FLAG_SET(death_test_style, "threadsafe");
+  EXPECT_DEATH(CommitWithAction([] { Poll(); }), "Poll\\(\\) on thread .* which holds STM header locks");
+}
+
+TEST_F(CommitLockDiscipline, EnteringASafeRegionWhileHoldingHeaderLocksAborts) {
+  GTEST_FLAG_SET(death_test_style, "threadsafe");
+  EXPECT_DEATH(CommitWithAction([] { SafeRegion region; }),
+               "entering a safe region on thread .* which holds STM header locks");
+}
+
+TEST_F(CommitLockDiscipline, AllocatingWhileHoldingHeaderLocksAborts) {
+  GTEST_FLAG_SET(death_test_style, "threadsafe");
+  EXPECT_DEATH(CommitWithAction([] { (void)NewBytes("x"); }),
+               "an allocation on thread .* which holds STM header locks");
+}
+
+// The same calls are fine once the commit has released its locks, and so is an aborted commit's thread.
+TEST_F(CommitLockDiscipline, TheLocksAreForgottenWhenTheCommitEnds) {
+  CommitWithAction([] {});
+  Poll();
+  { SafeRegion region; }
+  EXPECT_TRUE(NewBytes("after").ok());
+  const absl::Status failed = stm::Atomically([&](Tx& tx) {
+    tx.Write(Ref<Account>(tx.Read(table())->at(0)))->balance = 2;
+    tx.Fail(absl::CancelledError("given up"));
+  });
+  EXPECT_EQ(failed.code(), absl::StatusCode::kCancelled);
+  Poll();
+  EXPECT_TRUE(NewBytes("after a failure").ok());
+}
+#endif  // REVKV_DEBUG_CHECKS
+
 // kPossiblyOutdated on a head sends every reader's barrier the slow way. A writer that aborts must not
 // leave it set once no written copy of the head remains; while another transaction still holds one, the
 // flag must stay, since that transaction's ReadPtr taken before its write finds its copy through it
