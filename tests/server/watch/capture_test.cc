@@ -174,18 +174,14 @@ TEST_F(CaptureTest, RetriedAttemptsLeaveNoEvents) {
       std::mt19937 rng(seed + t);
       for (int i = 0; i < kPerThread; ++i) {
         etcdserverpb::TxnRequest txn;
-        // Read-modify-write of a shared key (a Compare reads it), plus a key of this thread.
-        auto* c = txn.add_compare();
-        c->set_key("shared");
-        c->set_target(etcdserverpb::Compare::VERSION);
-        c->set_result(etcdserverpb::Compare::GREATER);
-        c->set_version(-1);
-        auto* p1 = txn.add_success()->mutable_request_put();
-        p1->set_key("shared");
-        p1->set_value(std::to_string(rng()));
-        auto* p2 = txn.add_success()->mutable_request_put();
-        p2->set_key("t" + std::to_string(t));
-        p2->set_value(std::to_string(i));
+        // A key of this thread first (its event is captured), then the shared key, whose write
+        // conflicts with the other writers and aborts the attempt after that capture.
+        auto* own = txn.add_success()->mutable_request_put();
+        own->set_key("t" + std::to_string(t));
+        own->set_value(std::to_string(i));
+        auto* shared = txn.add_success()->mutable_request_put();
+        shared->set_key("shared");
+        shared->set_value(std::to_string(rng()));
         auto r = store_->Txn(txn);
         ASSERT_TRUE(r.ok()) << r.status();
       }
@@ -201,7 +197,7 @@ TEST_F(CaptureTest, RetriedAttemptsLeaveNoEvents) {
   ASSERT_EQ(all.size(), static_cast<size_t>(kThreads * kPerThread));
   for (const auto& b : all) {
     ASSERT_EQ(b->events.size(), 2u) << "revision " << b->revision << " (seed " << seed << ")";
-    EXPECT_EQ(b->events[0].kv.key, "shared");
+    EXPECT_EQ(b->events[1].kv.key, "shared");
     EXPECT_EQ(b->events[0].kv.mod_revision, b->revision);
     EXPECT_EQ(b->events[1].kv.mod_revision, b->revision);
   }
