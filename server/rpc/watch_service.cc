@@ -50,28 +50,32 @@ class WatchReactor final : public grpc::ServerBidiReactor<WatchRequest, WatchRes
 
   void OnWriteDone(bool ok) override {
     bool resume_reading = false;
+    bool finish = false;
     {
       std::lock_guard<std::mutex> lock(mu_);
       writing_ = false;
       if (!ok) finish_requested_ = true;
       if (finish_requested_) {
-        FinishLocked();
-        return;
-      }
-      if (read_paused_ && stream_->queued() < kMaxQueuedBeforeReading) {
+        finish = TakeFinishLocked();
+      } else if (read_paused_ && stream_->queued() < kMaxQueuedBeforeReading) {
         read_paused_ = false;
         resume_reading = true;
       }
     }
+    if (finish) return FinishCanceled();  // the reactor may be gone once Finish is called
     stream_->WriteDone();
     if (resume_reading) StartRead(&request_);
     TryWrite();
   }
 
   void OnCancel() override {
-    std::lock_guard<std::mutex> lock(mu_);
-    finish_requested_ = true;
-    if (!writing_) FinishLocked();
+    bool finish = false;
+    {
+      std::lock_guard<std::mutex> lock(mu_);
+      finish_requested_ = true;
+      if (!writing_) finish = TakeFinishLocked();
+    }
+    if (finish) FinishCanceled();
   }
 
   void OnDone() override {
@@ -94,12 +98,16 @@ class WatchReactor final : public grpc::ServerBidiReactor<WatchRequest, WatchRes
     StartWrite(&out_);
   }
 
-  void FinishLocked() {
-    if (finished_) return;
+  // True once, for the caller that must call FinishCanceled (with mu_ released).
+  bool TakeFinishLocked() {
+    if (finished_) return false;
     finished_ = true;
-    // etcd ends a canceled stream with "etcdserver: watch canceled" (ErrGRPCWatchCanceled).
-    Finish(grpc::Status(grpc::StatusCode::CANCELLED, "etcdserver: watch canceled"));
+    return true;
   }
+
+  // etcd ends a canceled stream with "etcdserver: watch canceled" (ErrGRPCWatchCanceled). Called with mu_
+  // released: OnDone may follow at once and delete this reactor.
+  void FinishCanceled() { Finish(grpc::Status(grpc::StatusCode::CANCELLED, "etcdserver: watch canceled")); }
 
   ServerState* state_;
   watch::WatchHub* hub_;
