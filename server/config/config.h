@@ -70,6 +70,10 @@ struct ServerConfig {
   uint64_t history_revisions = 10000;
   absl::Duration history_duration = absl::ZeroDuration();
 
+  // Watch: how often watchers created with progress_notify get a progress notification (etcd's
+  // --experimental-watch-progress-notify-interval, default 10 minutes).
+  absl::Duration watch_progress_notify_interval = absl::Minutes(10);
+
   // Memory
   uint64_t max_heap = uint64_t{2} << 30;      // bytes; allocation beyond it fails cleanly
   uint64_t nursery_size = uint64_t{4} << 20;  // bytes per worker thread

@@ -217,6 +217,13 @@ std::vector<Setting> BuildSettings() {
                               "auto-compaction; 0 = no time window",
                               &ServerConfig::history_duration, absl::ZeroDuration(), absl::Hours(24 * 366)));
 
+  s.push_back(DurationSetting("watch-progress-notify-interval", "History",
+                              "How often watchers that asked for progress_notify get a progress "
+                              "notification, like etcd's --experimental-watch-progress-notify-interval "
+                              "(100ms to 24h)",
+                              &ServerConfig::watch_progress_notify_interval, absl::Milliseconds(100),
+                              absl::Hours(24)));
+
   s.push_back(SizeSetting("max-heap", "Memory",
                           "Maximum heap size; allocations beyond it fail cleanly (64MiB to 16TiB)",
                           &ServerConfig::max_heap, 64 * kMiB, 16384 * kGiB));

@@ -78,6 +78,8 @@ absl::Status RpcServer::Start() {
   builder.RegisterService(&etcd_.kv);
   builder.RegisterService(&etcd_.maintenance);
   builder.RegisterService(&etcd_.cluster);
+  watch_ = std::make_unique<WatchService>(state_);
+  builder.RegisterService(watch_.get());
   builder.RegisterService(pipeline_.get());
   builder.RegisterService(admin_.get());
   for (int i = 0; i < config.workers; ++i) queues_.push_back(builder.AddCompletionQueue());
@@ -125,12 +127,14 @@ void RpcServer::Shutdown(std::chrono::milliseconds grace) {
     std::this_thread::sleep_for(std::chrono::milliseconds(2));
   }
   // gRPC would otherwise wait until the deadline for clients to close connections that carry no
-  // request: streams left open (Watch-style, or a Pipeline with nothing pending) and idle connections.
+  // request: streams left open (Watch streams, or a Pipeline with nothing pending) and idle
+  // connections. A canceled Watch stream finishes at once (its reactor's OnCancel).
   grpc_server_cancel_all_calls(server_->c_server());
   server_->Shutdown(std::chrono::system_clock::now());
   for (auto& q : queues_) q->Shutdown();
   for (auto& w : workers_) w.join();
   workers_.clear();
+  if (watch_ != nullptr) watch_->Stop();  // every stream has ended (Shutdown waits for them)
 }
 
 }  // namespace revkv::server

@@ -1,4 +1,4 @@
-// The gRPC server: etcd's KV, Maintenance and Cluster services and revkv's KV (Pipeline) on worker
+// The gRPC server: etcd's KV, Watch, Maintenance and Cluster services and revkv's KV (Pipeline) on worker
 // threads with one completion queue each, revkv's Admin service, gRPC health checking and server
 // reflection. Worker threads are registered with the runtime; waiting on their queue is a safe region.
 //
@@ -17,6 +17,7 @@
 #include "server/rpc/call.h"
 #include "server/rpc/kv_service.h"
 #include "server/rpc/server_state.h"
+#include "server/rpc/watch_service.h"
 
 namespace revkv::server {
 
@@ -48,6 +49,7 @@ class RpcServer {
   EtcdServices etcd_;
   std::unique_ptr<::revkv::v1::KV::AsyncService> pipeline_;
   std::unique_ptr<AdminService> admin_;
+  std::unique_ptr<WatchService> watch_;  // on gRPC's callback API, beside the completion-queue services
   std::vector<std::unique_ptr<grpc::ServerCompletionQueue>> queues_;
   std::unique_ptr<grpc::Server> server_;
   std::vector<std::thread> workers_;

@@ -37,6 +37,17 @@ struct KvRecord {
   int64_t lease;
 };
 
+// One key change made by a write, for the watch history (server/watch/event_log.h). `kv` is the
+// key-value after a PUT; a DELETE sets only kv.key and kv.mod_revision (etcd's tombstone events). `prev` is
+// the key-value before the change, if the key existed. Revisions of this transaction are kPendingRevision
+// until the store patches them after the commit (PatchEvents).
+struct KeyEvent {
+  bool is_delete = false;
+  bool has_prev = false;
+  KvRecord kv{};
+  KvRecord prev{};
+};
+
 // Maps runtime commit times to store revisions: revision 1 is the state at `time_base`.
 struct RevisionClock {
   uint64_t time_base;
@@ -91,6 +102,9 @@ class Applier {
   // The answers to the Txn's Ranges at a revision (borrowed; must outlive the Applier). Without them,
   // such a Range is an internal error.
   void set_past_ranges(const PastRanges* past) { past_ranges_ = past; }
+  // Where Put and DeleteRange record one KeyEvent per key change, in apply order (borrowed; must outlive
+  // the Applier). Null: nothing is recorded. The caller clears it before each attempt of the transaction.
+  void set_event_sink(std::vector<KeyEvent>* sink) { sink_ = sink; }
 
   // The entry as a record; revisions of an entry written by this transaction are pending.
   KvRecord Record(const ReadPtr<Entry>& e, bool with_value = true) {
@@ -228,6 +242,17 @@ class Applier {
       w->mod_revision = 0;
       w->version = o.version + 1;
       w->lease = p.ignore_lease() ? o.lease : p.lease();
+      if (sink_ != nullptr) {
+        KeyEvent& ev = sink_->emplace_back();
+        ev.kv = KvRecord{o.key,
+                         p.ignore_value() ? o.value : p.value(),
+                         o.create_revision,
+                         kPendingRevision,
+                         o.version + 1,
+                         w->lease};
+        ev.has_prev = true;
+        ev.prev = o;
+      }
     } else {
       WritePtr<Entry> e = tx_.template New<Entry>();
       Ref<Bytes> key = tx_.NewBytes(p.key());
@@ -237,6 +262,10 @@ class Applier {
       e->lease = p.lease();
       Insert(tx_, root_, p.key(), key, Ref<Entry>(e));
       ++key_delta_;
+      if (sink_ != nullptr) {
+        sink_->emplace_back().kv =
+            KvRecord{p.key(), p.value(), kPendingRevision, kPendingRevision, 1, p.lease()};
+      }
     }
     changed_ = true;
     out->mutable_header()->set_revision(kPendingRevision);
@@ -247,13 +276,22 @@ class Applier {
     static_assert(std::is_same_v<TxT, runtime::stm::Tx>);
     std::vector<KvRecord> doomed;
     ForEachInRange(tx_, root_, MakeRange(d.key(), d.range_end()), [&](const ReadPtr<Entry>& e) {
-      doomed.push_back(Record(e, d.prev_kv()));
+      doomed.push_back(Record(e, d.prev_kv() || sink_ != nullptr));  // the history keeps the old value
       return true;
     });
     for (const KvRecord& k : doomed) {
       Erase(tx_, root_, k.key);
       --key_delta_;
       if (d.prev_kv()) ToProto(k, false, out->add_prev_kvs());
+      if (sink_ != nullptr) {
+        KeyEvent& ev = sink_->emplace_back();
+        ev.is_delete = true;
+        ev.kv.key = k.key;
+        ev.kv.create_revision = ev.kv.version = ev.kv.lease = 0;
+        ev.kv.mod_revision = kPendingRevision;
+        ev.has_prev = true;
+        ev.prev = k;
+      }
     }
     out->set_deleted(static_cast<int64_t>(doomed.size()));
     if (!doomed.empty()) changed_ = true;
@@ -417,6 +455,7 @@ class Applier {
   Ref<StoreRoot> root_;
   RevisionClock clock_;
   const PastRanges* past_ranges_ = nullptr;
+  std::vector<KeyEvent>* sink_ = nullptr;
   bool changed_ = false;
   int64_t key_delta_ = 0;
 };
@@ -426,5 +465,7 @@ void PatchRevisions(etcdserverpb::RangeResponse* r, int64_t pending, int64_t cur
 void PatchRevisions(etcdserverpb::PutResponse* r, int64_t pending, int64_t current);
 void PatchRevisions(etcdserverpb::DeleteRangeResponse* r, int64_t pending, int64_t current);
 void PatchRevisions(etcdserverpb::TxnResponse* r, int64_t pending, int64_t current);
+// Replace kPendingRevision in captured events with the committed revision.
+void PatchEvents(std::vector<KeyEvent>* events, int64_t pending);
 
 }  // namespace revkv::server::store

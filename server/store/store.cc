@@ -84,7 +84,18 @@ void PatchKv(mvccpb::KeyValue* kv, int64_t pending, int64_t current) {
   kv->set_mod_revision(Patched(kv->mod_revision(), pending, current));
   kv->set_create_revision(Patched(kv->create_revision(), pending, current));
 }
+void PatchKv(KvRecord* kv, int64_t pending) {
+  if (kv->mod_revision == kPendingRevision) kv->mod_revision = pending;
+  if (kv->create_revision == kPendingRevision) kv->create_revision = pending;
+}
 }  // namespace
+
+void PatchEvents(std::vector<KeyEvent>* events, int64_t pending) {
+  for (KeyEvent& e : *events) {
+    PatchKv(&e.kv, pending);
+    if (e.has_prev) PatchKv(&e.prev, pending);
+  }
+}
 
 void PatchRevisions(etcdserverpb::RangeResponse* r, int64_t pending, int64_t current) {
   PatchHeader(r->mutable_header(), pending, current);
@@ -144,6 +155,9 @@ absl::StatusOr<std::unique_ptr<Store>> Store::Create(const StoreOptions& options
   });
   if (!created.ok()) return created;
   s->time_base_ = runtime::stm::LastCommittedTime();
+  // Revision 1 is the empty store: its (empty) events are known, so a watch may start at it.
+  s->event_log_ = std::make_unique<watch::EventLog>(0);
+  s->event_log_->Publish(1, {});
   s->UpdateRetention();
   return s;
 }
@@ -225,6 +239,7 @@ void Store::UpdateRetention() {
   // Nothing before a loaded checkpoint's revision exists as a revision (those are loading states).
   keep_from = std::max(keep_from, LoadFloor());
   runtime::stm::SetRetainedTime(TimeOf(std::max<int64_t>(1, keep_from)));
+  if (event_log_ != nullptr) event_log_->Trim(keep_from);
 }
 
 absl::StatusOr<etcdserverpb::RangeResponse> Store::Range(const etcdserverpb::RangeRequest& request) {
@@ -295,10 +310,15 @@ absl::StatusOr<WriteResult<Response>> Store::Write(const Request& request, char 
   int64_t delta = 0;
   WalLsn lsn = 0;
   int64_t committed_revision = 0;
+  std::vector<store::KeyEvent> events;  // the key changes, for the watch history
   absl::Status s = runtime::stm::Atomically([&](Tx& tx) {
     response.Clear();
+#ifndef REVKV_MUTATION_WATCH_KEEP_ABORTED_EVENTS  // mutation switch: retried attempts' events stay
+    events.clear();                               // an aborted attempt's events never happened
+#endif
     Applier<Tx> a(tx, RootRef(), clock);
     a.set_past_ranges(replaying ? &replay_ranges : past_ranges);
+    a.set_event_sink(&events);
     if (absl::Status st = Apply(a, request, &response); !st.ok()) tx.Fail(st);
     changed = a.changed();
     delta = a.key_delta();
@@ -313,6 +333,12 @@ absl::StatusOr<WriteResult<Response>> Store::Write(const Request& request, char 
   });
   if (!s.ok()) return s;
   if (lsn != 0) wal_->Notify();
+  if (changed) {
+    // Exactly once per committed revision, after the commit; writers publish concurrently, so possibly
+    // out of revision order (the log orders them). Watchers see it once it is also durable.
+    store::PatchEvents(&events, committed_revision);
+    event_log_->Publish(committed_revision, std::move(events));
+  }
   const uint64_t serialized_at = runtime::stm::ThisThreadLastCommitTime();
   const int64_t read_revision = static_cast<int64_t>((serialized_at - time_base_) / 2) + 1;
   // A write that changed nothing read the newest state, which may hold commits whose records are not
@@ -451,6 +477,17 @@ absl::StatusOr<etcdserverpb::CompactionResponse> Store::Compact(
 
 // ----- durability -----------------------------------------------------------------------------------------
 
+void Store::OnVisible(int64_t revision, std::function<void()> callback) {
+  if (wal_ == nullptr || wal_->failed() || VisibleRevision() >= revision) {
+    callback();
+    return;
+  }
+  // Every revision up to `revision` appended its record inside its commit, before the commit time was
+  // published; the caller learnt of `revision` through that commit (an acquire), so the appended LSN
+  // loaded now covers it (it may cover later records too: the callback then comes a little later).
+  wal_->OnDurable(wal_->appended_lsn(), [cb = std::move(callback)](absl::Status) { cb(); });
+}
+
 absl::Status Store::WaitDurable(uint64_t lsn) {
   if (lsn == 0 || wal_ == nullptr) return absl::OkStatus();
   absl::Status s;
@@ -547,6 +584,7 @@ absl::Status Store::FinishLoad(int64_t revision, int64_t compact_revision) {
   // the checkpoint is readable. The compaction is restored as it was (etcd: -1 while none was made).
   // Relaxed: written before the store is handed to other threads (LoadFloor).
   load_floor_.store(revision, std::memory_order_relaxed);
+  event_log_->Reset(revision);  // the loaded revisions' events are not known: history starts after it
   compact_revision_.store(compact_revision > 0 ? compact_revision : -1, std::memory_order_release);
   UpdateRetention();
   return absl::OkStatus();

@@ -43,6 +43,7 @@
 #include "runtime/gc/gc.h"
 #include "runtime/stm/stm.h"
 #include "server/wal/wal.h"
+#include "server/watch/event_log.h"
 
 namespace revkv::server {
 
@@ -139,6 +140,16 @@ class Store {
   uint64_t TimeOf(int64_t revision) const;
   int64_t RevisionOfCommitTime(uint64_t commit_time) const;
 
+  // ----- watch -----
+  // The event history: every committed write revision's key changes (store/apply.h captures them, Write
+  // publishes them after the commit, replays included), trimmed with the readable window. Lives as long
+  // as the store.
+  watch::EventLog& events() { return *event_log_; }
+  // Calls `callback` once `revision` (<= Revision()) is visible, or at once if it already is or never will
+  // be (the log has failed). Runs it on the log's flusher thread or on the calling thread; it must be
+  // quick. Any thread; never blocks.
+  void OnVisible(int64_t revision, std::function<void()> callback);
+
   // ----- durability -----
   // Visits every key-value of the state at `revision` (0: newest), in key order, from one snapshot
   // (writers keep going). Fails like Range at a past revision.
@@ -211,6 +222,7 @@ class Store {
   std::mutex compact_mu_;                                // serializes Compact (its log write and its effect)
   std::atomic<int64_t> compact_revision_{-1};  // as etcd: nothing compacted yet (Compact 0 succeeds)
   std::atomic<int64_t> key_count_{0};
+  std::unique_ptr<watch::EventLog> event_log_;  // set in Create, never replaced
 };
 
 }  // namespace revkv::server

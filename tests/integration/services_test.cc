@@ -1,7 +1,7 @@
 // The gRPC surface of a real revkv-server beyond the KV calls: grpc.health.v1.Health answers SERVING;
-// server reflection lists every service and describes etcd's and revkv's; etcd services revkv does
-// not implement (Watch, Lease, Auth), and methods of served services it does not implement, answer
-// UNIMPLEMENTED at once.
+// server reflection lists every service and describes etcd's and revkv's; etcd's Watch (on gRPC's
+// callback API) is served beside the completion-queue services; etcd services revkv does not implement
+// (Lease, Auth), and methods of served services it does not implement, answer UNIMPLEMENTED at once.
 //
 // Reflection: Debian ships neither grpc_cli nor the C++ reflection client
 // (ProtoReflectionDescriptorDatabase), so the test speaks the reflection protocol itself through stubs
@@ -132,13 +132,13 @@ TEST_F(Services, ReflectionListsEveryServedService) {
   ASSERT_TRUE(responses[0].has_list_services_response()) << responses[0].ShortDebugString();
   std::vector<std::string> names;
   for (const auto& s : responses[0].list_services_response().service()) names.push_back(s.name());
-  for (const char* expected :
-       {"etcdserverpb.KV", "etcdserverpb.Maintenance", "etcdserverpb.Cluster", "revkv.v1.KV",
-        "revkv.v1.Admin", "grpc.health.v1.Health", "grpc.reflection.v1alpha.ServerReflection"}) {
+  for (const char* expected : {"etcdserverpb.KV", "etcdserverpb.Watch", "etcdserverpb.Maintenance",
+                               "etcdserverpb.Cluster", "revkv.v1.KV", "revkv.v1.Admin",
+                               "grpc.health.v1.Health", "grpc.reflection.v1alpha.ServerReflection"}) {
     EXPECT_NE(std::find(names.begin(), names.end(), expected), names.end())
         << expected << " is not listed; listed: " << ::testing::PrintToString(names);
   }
-  for (const char* absent : {"etcdserverpb.Watch", "etcdserverpb.Lease", "etcdserverpb.Auth"}) {
+  for (const char* absent : {"etcdserverpb.Lease", "etcdserverpb.Auth"}) {
     EXPECT_EQ(std::find(names.begin(), names.end(), absent), names.end()) << absent << " is listed";
   }
 }
@@ -170,10 +170,10 @@ TEST_F(Services, UnimplementedEtcdServicesAnswerUnimplemented) {
   const std::vector<std::string> methods = {
       "/etcdserverpb.Lease/LeaseGrant",     "/etcdserverpb.Lease/LeaseRevoke",
       "/etcdserverpb.Lease/LeaseKeepAlive", "/etcdserverpb.Lease/LeaseTimeToLive",
-      "/etcdserverpb.Lease/LeaseLeases",    "/etcdserverpb.Watch/Watch",
-      "/etcdserverpb.Auth/Authenticate",    "/etcdserverpb.Auth/AuthEnable",
-      "/etcdserverpb.Auth/UserAdd",         "/etcdserverpb.Auth/RoleList",
-      "/etcdserverpb.KV/NoSuchMethod",      "/revkv.v1.Admin/NoSuchMethod",
+      "/etcdserverpb.Lease/LeaseLeases",    "/etcdserverpb.Auth/Authenticate",
+      "/etcdserverpb.Auth/AuthEnable",      "/etcdserverpb.Auth/UserAdd",
+      "/etcdserverpb.Auth/RoleList",        "/etcdserverpb.KV/NoSuchMethod",
+      "/revkv.v1.Admin/NoSuchMethod",
   };
   const std::vector<grpc::Status> statuses = CallEmpty(methods, std::chrono::seconds(10));
   for (size_t i = 0; i < methods.size(); ++i) {
@@ -183,6 +183,28 @@ TEST_F(Services, UnimplementedEtcdServicesAnswerUnimplemented) {
   // The server is unaffected.
   auto kv = etcdserverpb::KV::NewStub(channel_);
   EXPECT_TRUE(IsOk(Call(kv.get(), &etcdserverpb::KV::Stub::Put, PutOf("k", "v")).status));
+}
+
+// Watch runs on gRPC's callback API, the other services on completion queues, in one grpc::Server: a
+// watch stream sees a Put made through KV on the same channel, and KV keeps answering meanwhile.
+TEST_F(Services, WatchIsServedBesideTheCompletionQueueServices) {
+  auto watch = etcdserverpb::Watch::NewStub(channel_);
+  grpc::ClientContext context;
+  context.set_deadline(std::chrono::system_clock::now() + std::chrono::seconds(20));
+  auto stream = watch->Watch(&context);
+  etcdserverpb::WatchRequest create;
+  create.mutable_create_request()->set_key("watched");
+  ASSERT_TRUE(stream->Write(create));
+  etcdserverpb::WatchResponse response;
+  ASSERT_TRUE(stream->Read(&response));
+  EXPECT_TRUE(response.created()) << response.ShortDebugString();
+  auto kv = etcdserverpb::KV::NewStub(channel_);
+  ASSERT_TRUE(IsOk(Call(kv.get(), &etcdserverpb::KV::Stub::Put, PutOf("watched", "v")).status));
+  ASSERT_TRUE(stream->Read(&response));
+  ASSERT_EQ(response.events_size(), 1) << response.ShortDebugString();
+  EXPECT_EQ(response.events(0).kv().key(), "watched");
+  EXPECT_EQ(response.events(0).kv().value(), "v");
+  context.TryCancel();
 }
 
 // Maintenance and Cluster are served (Status, Alarm, MemberList); their other methods are declared in

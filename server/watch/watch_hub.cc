@@ -1,0 +1,422 @@
+// The watch hub (watch_hub.h).
+#include "server/watch/watch_hub.h"
+
+#include <algorithm>
+
+namespace revkv::server::watch {
+
+namespace {
+
+constexpr int64_t kInvalidWatchId = -1;  // clientv3.InvalidWatchID
+
+// etcd's mvcc errors, as the created response's cancel_reason.
+constexpr char kEmptyRange[] = "mvcc: watcher range is empty";
+constexpr char kDuplicateId[] = "mvcc: duplicate watch ID provided on the WatchStream";
+
+void ToEvent(const WatchEvent& e, bool with_prev, mvccpb::Event* out) {
+  mvccpb::KeyValue* kv = out->mutable_kv();
+  if (e.is_delete) {
+    out->set_type(mvccpb::Event::DELETE);
+    kv->set_key(e.kv.key);  // etcd's tombstone: the key and the deletion's revision only
+    kv->set_mod_revision(e.kv.mod_revision);
+  } else {
+    out->set_type(mvccpb::Event::PUT);
+    store::ToProto(e.kv, false, kv);
+  }
+  // etcd (v3rpc/watch.go) adds the key-value at mod_revision - 1 to every event but a creation
+  // (create_revision == mod_revision); that is the key-value the change replaced.
+  const bool creation = !e.is_delete && e.kv.create_revision == e.kv.mod_revision;
+  if (with_prev && e.has_prev && !creation) store::ToProto(e.prev, false, out->mutable_prev_kv());
+}
+
+}  // namespace
+
+// ----- WatchStream ---------------------------------------------------------------------------------------
+
+bool WatchStream::HasRoom() const { return queue_.size() < max_responses_ && bytes_ < max_bytes_; }
+
+bool WatchStream::Push(std::vector<etcdserverpb::WatchResponse> responses, bool force) {
+  bool ready = false;
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    if (closed_) return true;  // nobody reads any more: as good as delivered
+    // An empty queue always takes one response, however large, so a big revision cannot wedge a watcher.
+    if (!force && !queue_.empty() && !HasRoom()) {
+      lagging_ = true;
+      return false;
+    }
+    for (auto& r : responses) {
+      bytes_ += r.ByteSizeLong();
+      queue_.push_back(std::move(r));
+    }
+    ready = !writing_;
+  }
+  if (ready && on_ready_) on_ready_();
+  return true;
+}
+
+bool WatchStream::Next(etcdserverpb::WatchResponse* out) {
+  std::lock_guard<std::mutex> lock(mu_);
+  if (writing_ || queue_.empty()) return false;
+  bytes_ -= queue_.front().ByteSizeLong();
+  *out = std::move(queue_.front());
+  queue_.pop_front();
+  writing_ = true;
+  return true;
+}
+
+void WatchStream::WriteDone() {
+  bool wake = false;
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    writing_ = false;
+    if (lagging_ && HasRoom()) {
+      lagging_ = false;
+      wake = true;
+    }
+  }
+  if (wake) hub_->Wake();
+}
+
+size_t WatchStream::queued() const {
+  std::lock_guard<std::mutex> lock(mu_);
+  return queue_.size();
+}
+
+// ----- WatchHub ------------------------------------------------------------------------------------------
+
+WatchHub::WatchHub(HubSource source, HubOptions options)
+    : source_(std::move(source)), options_(options), dispatched_(source_.log->contiguous()) {
+  dispatched_ = std::min(dispatched_, source_.visible_revision());
+  source_.log->SetHold(dispatched_ + 1);
+}
+
+WatchHub::~WatchHub() { Stop(); }
+
+void WatchHub::Start() {
+  source_.log->SetListener([this] { Wake(); });
+  thread_ = std::thread([this] { Run(); });
+}
+
+void WatchHub::Stop() {
+  {
+    std::lock_guard<std::mutex> lock(wake_mu_);
+    stop_ = true;
+  }
+  wake_cv_.notify_all();
+  if (thread_.joinable()) thread_.join();
+}
+
+void WatchHub::Wake() {
+  {
+    std::lock_guard<std::mutex> lock(wake_mu_);
+    wake_ = true;
+  }
+  wake_cv_.notify_one();
+}
+
+void WatchHub::Run() {
+  auto next_tick = std::chrono::steady_clock::now() + options_.progress_interval;
+  for (;;) {
+    {
+      std::unique_lock<std::mutex> lock(wake_mu_);
+      wake_cv_.wait_until(lock, next_tick, [this] { return wake_ || stop_; });
+      if (stop_) return;
+      wake_ = false;
+    }
+    Pass();
+    if (std::chrono::steady_clock::now() >= next_tick) {
+      ProgressTick();
+      next_tick = std::chrono::steady_clock::now() + options_.progress_interval;
+    }
+  }
+}
+
+std::shared_ptr<WatchStream> WatchHub::OpenStream(std::function<void()> on_ready) {
+  auto stream = std::make_shared<WatchStream>(this, std::move(on_ready), options_.stream_max_bytes,
+                                              options_.stream_max_responses);
+  std::lock_guard<std::mutex> lock(mu_);
+  streams_[stream.get()] = stream;
+  return stream;
+}
+
+void WatchHub::CloseStream(WatchStream* stream) {
+  std::lock_guard<std::mutex> lock(mu_);
+  auto it = streams_.find(stream);
+  if (it == streams_.end()) return;
+  while (!stream->watchers_.empty()) Remove(stream->watchers_.begin()->second.get());
+  {
+    std::lock_guard<std::mutex> s(stream->mu_);
+    stream->closed_ = true;
+  }
+  stream->on_ready_ = nullptr;  // under mu_: every call of it is made under mu_ too
+  streams_.erase(it);
+}
+
+void WatchHub::Remove(WatchStream::Watcher* w) {
+  synced_.erase(w);
+  unsynced_.erase(w);
+  w->stream->watchers_.erase(w->id);  // deletes w
+}
+
+void WatchHub::Create(WatchStream* stream, const etcdserverpb::WatchCreateRequest& request) {
+  // etcd's recvLoop normalizes the range: an empty key is "\0" (the smallest key); a range_end of "\0"
+  // means every key from `key` on; an empty range_end means the key alone.
+  store::KeyRange range;
+  range.begin = request.key().empty() ? std::string(1, '\0') : request.key();
+  if (request.range_end().empty()) {
+    range.single = true;
+  } else if (request.range_end() != std::string(1, '\0')) {
+    range.end = request.range_end();
+  }
+  std::lock_guard<std::mutex> lock(mu_);
+  if (stream->closed_) return;
+  const int64_t visible = std::max(dispatched_, source_.visible_revision());
+  etcdserverpb::WatchResponse created;
+  created.mutable_header()->set_revision(visible);  // etcd: the store's revision when the watch is made
+  created.set_created(true);
+  const char* error = nullptr;
+  int64_t id = request.watch_id();
+  if (!range.single && !range.end.empty() && range.begin >= range.end) {
+    error = kEmptyRange;
+  } else if (id == 0) {  // etcd's AutoWatchID: the next free id of this stream
+    while (stream->watchers_.count(stream->next_id_) != 0) ++stream->next_id_;
+    id = stream->next_id_++;
+  } else if (stream->watchers_.count(id) != 0) {
+    error = kDuplicateId;
+  }
+  if (error != nullptr) {
+    created.set_watch_id(kInvalidWatchId);
+    created.set_canceled(true);
+    created.set_cancel_reason(error);
+    std::vector<etcdserverpb::WatchResponse> one;
+    one.push_back(std::move(created));
+    stream->Push(std::move(one), /*force=*/true);
+    return;
+  }
+  auto watcher = std::make_unique<WatchStream::Watcher>();
+  WatchStream::Watcher* w = watcher.get();
+  w->stream = stream;
+  w->id = id;
+  w->range = std::move(range);
+  for (int f : request.filters()) {
+    if (f == etcdserverpb::WatchCreateRequest::NOPUT) w->no_put = true;
+    if (f == etcdserverpb::WatchCreateRequest::NODELETE) w->no_delete = true;
+  }
+  w->prev_kv = request.prev_kv();
+  w->fragment = request.fragment();
+  w->progress_notify = request.progress_notify();
+  // etcd: start_revision 0 is "the revision after the store's"; a start after what has been dispatched
+  // is served live (synced, skipping earlier revisions), an older one from the history (unsynced).
+  w->next = request.start_revision() != 0 ? request.start_revision() : visible + 1;
+  stream->watchers_[id] = std::move(watcher);
+  created.set_watch_id(id);
+  std::vector<etcdserverpb::WatchResponse> one;
+  one.push_back(std::move(created));
+  stream->Push(std::move(one), /*force=*/true);  // before any event of this watcher (same lock)
+  if (w->next > dispatched_) {
+    w->synced = true;
+    synced_.insert(w);
+  } else {
+    unsynced_.insert(w);
+    Wake();
+  }
+}
+
+void WatchHub::Cancel(WatchStream* stream, int64_t watch_id) {
+  std::lock_guard<std::mutex> lock(mu_);
+  auto it = stream->watchers_.find(watch_id);
+  if (it == stream->watchers_.end()) return;  // etcd answers nothing for an unknown id
+  Remove(it->second.get());
+  etcdserverpb::WatchResponse canceled;
+  canceled.mutable_header()->set_revision(std::max(dispatched_, source_.visible_revision()));
+  canceled.set_watch_id(watch_id);
+  canceled.set_canceled(true);
+  std::vector<etcdserverpb::WatchResponse> one;
+  one.push_back(std::move(canceled));
+  stream->Push(std::move(one), /*force=*/true);
+}
+
+void WatchHub::Progress(WatchStream* stream) {
+  std::lock_guard<std::mutex> lock(mu_);
+  etcdserverpb::WatchResponse progress;
+  // Every event up to the dispatched revision has been queued for the stream's synced watchers.
+  progress.mutable_header()->set_revision(dispatched_);
+  progress.set_watch_id(kInvalidWatchId);
+  std::vector<etcdserverpb::WatchResponse> one;
+  one.push_back(std::move(progress));
+  stream->Push(std::move(one), /*force=*/true);
+}
+
+std::vector<etcdserverpb::WatchResponse> WatchHub::Build(const WatchStream::Watcher& w,
+                                                         const std::vector<const WatchEvent*>& events,
+                                                         int64_t header_revision) const {
+  std::vector<etcdserverpb::WatchResponse> out;
+  etcdserverpb::WatchResponse r;
+  r.mutable_header()->set_revision(header_revision);
+  r.set_watch_id(w.id);
+  for (const WatchEvent* e : events) {
+    if (e->is_delete ? w.no_delete : w.no_put) continue;
+    ToEvent(*e, w.prev_kv, r.add_events());
+  }
+  if (r.events_size() == 0) return out;  // etcd sends nothing when every event is filtered out
+  const size_t limit = options_.max_request_bytes;
+  if (!w.fragment || r.events_size() < 2 || r.ByteSizeLong() < limit) {
+    out.push_back(std::move(r));
+    return out;
+  }
+  // etcd's sendFragments: fill each fragment until adding an event would reach the limit (a fragment
+  // holds at least one event); every fragment but the last says fragment = true.
+  etcdserverpb::WatchResponse cur;
+  cur.mutable_header()->set_revision(header_revision);
+  cur.set_watch_id(w.id);
+  cur.set_fragment(true);
+  for (auto& ev : *r.mutable_events()) {
+    *cur.add_events() = std::move(ev);
+    if (cur.events_size() > 1 && cur.ByteSizeLong() >= limit) {
+      mvccpb::Event last = std::move(*cur.mutable_events(cur.events_size() - 1));
+      cur.mutable_events()->RemoveLast();
+      out.push_back(cur);
+      cur.clear_events();
+      *cur.add_events() = std::move(last);
+    }
+  }
+  cur.set_fragment(false);
+  out.push_back(std::move(cur));
+  return out;
+}
+
+void WatchHub::Pass() {
+  std::function<void()> durable_request;
+  int64_t durable_revision = 0;
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    const int64_t contiguous = source_.log->contiguous();
+#ifdef REVKV_MUTATION_WATCH_IGNORE_DURABLE  // mutation switch: deliver revisions before they are durable
+    const int64_t target = contiguous;
+#else
+    const int64_t target = std::min(contiguous, source_.visible_revision());
+#endif
+    if (target > dispatched_) {
+      std::vector<std::shared_ptr<const RevisionEvents>> batches;
+      // The log holds every revision after dispatched_ (SetHold), so this read cannot fail.
+      source_.log->Read(dispatched_ + 1, target, &batches);
+      std::vector<const WatchEvent*> mine;
+      for (const auto& b : batches) {
+        if (b->events.empty() || synced_.empty()) continue;
+        std::vector<WatchStream::Watcher*> fell_behind;
+        for (WatchStream::Watcher* w : synced_) {
+          if (b->revision < w->next) continue;
+          mine.clear();
+          for (const WatchEvent& e : b->events) {
+            if (w->range.Contains(e.kv.key)) mine.push_back(&e);
+          }
+          if (mine.empty()) continue;
+          std::vector<etcdserverpb::WatchResponse> responses = Build(*w, mine, b->revision);
+          if (responses.empty()) continue;
+#ifdef REVKV_MUTATION_WATCH_NO_FALL_BEHIND  // mutation switch: a slow stream's queue grows without bound
+          const bool force = true;
+#else
+          const bool force = false;
+#endif
+          if (w->stream->Push(std::move(responses), force)) {
+            w->progress_due = false;
+          } else {
+            w->next = b->revision;  // catches up from here, from the history
+            fell_behind.push_back(w);
+          }
+        }
+        for (WatchStream::Watcher* w : fell_behind) {
+          w->synced = false;
+          synced_.erase(w);
+          unsynced_.insert(w);
+        }
+      }
+      dispatched_ = target;
+      source_.log->SetHold(dispatched_ + 1);
+    }
+    if (contiguous > dispatched_ && durable_wait_ <= dispatched_) {
+      // Published but not durable yet: ask once to be woken when the next revision is.
+      durable_wait_ = dispatched_ + 1;
+      durable_revision = durable_wait_;
+      durable_request = [this] { Wake(); };
+    }
+    std::vector<WatchStream::Watcher*> lagging(unsynced_.begin(), unsynced_.end());
+    for (WatchStream::Watcher* w : lagging) CatchUp(w);
+  }
+  if (durable_request) source_.on_visible(durable_revision, std::move(durable_request));
+}
+
+void WatchHub::CatchUp(WatchStream::Watcher* w) {
+  while (w->next <= dispatched_) {
+    if (w->next < source_.log->first()) {
+      // etcd: a watcher whose next revision was compacted away gets compact_revision and is canceled.
+      // The header revision stays 0, as etcd's (its WatchResponse carries no revision then).
+      etcdserverpb::WatchResponse compacted;
+      compacted.mutable_header()->set_revision(0);
+      compacted.set_watch_id(w->id);
+      compacted.set_compact_revision(source_.log->first());
+      compacted.set_canceled(true);
+      std::vector<etcdserverpb::WatchResponse> one;
+      one.push_back(std::move(compacted));
+      w->stream->Push(std::move(one), /*force=*/true);
+      Remove(w);
+      return;
+    }
+    const int64_t last = std::min(dispatched_, w->next + kCatchUpRevisions - 1);
+    std::vector<std::shared_ptr<const RevisionEvents>> batches;
+    if (!source_.log->Read(w->next, last, &batches)) continue;  // trimmed meanwhile: compacted above
+    std::vector<const WatchEvent*> mine;
+    for (const auto& b : batches) {
+      for (const WatchEvent& e : b->events) {
+        if (w->range.Contains(e.kv.key)) mine.push_back(&e);
+      }
+    }
+    std::vector<etcdserverpb::WatchResponse> responses = Build(*w, mine, last);
+    if (!responses.empty()) {
+      if (!w->stream->Push(std::move(responses), /*force=*/false)) return;  // WriteDone wakes us
+      w->progress_due = false;
+    }
+    w->next = last + 1;
+  }
+  w->synced = true;
+  unsynced_.erase(w);
+  synced_.insert(w);
+}
+
+void WatchHub::ProgressTick() {
+  std::lock_guard<std::mutex> lock(mu_);
+  for (auto& [ptr, stream] : streams_) {
+    for (auto& [id, w] : stream->watchers_) {
+      if (!w->progress_notify) continue;
+      // etcd: a watcher that got events since the last tick is skipped once; only synced watchers
+      // get a progress notification, and a full stream drops it.
+      if (w->progress_due && w->synced) {
+        etcdserverpb::WatchResponse progress;
+        progress.mutable_header()->set_revision(dispatched_);
+        progress.set_watch_id(id);
+        std::vector<etcdserverpb::WatchResponse> one;
+        one.push_back(std::move(progress));
+        stream->Push(std::move(one), /*force=*/false);
+      }
+      w->progress_due = true;
+    }
+  }
+}
+
+int64_t WatchHub::dispatched() const {
+  std::lock_guard<std::mutex> lock(mu_);
+  return dispatched_;
+}
+
+size_t WatchHub::watchers() const {
+  std::lock_guard<std::mutex> lock(mu_);
+  return synced_.size() + unsynced_.size();
+}
+
+size_t WatchHub::unsynced() const {
+  std::lock_guard<std::mutex> lock(mu_);
+  return unsynced_.size();
+}
+
+}  // namespace revkv::server::watch

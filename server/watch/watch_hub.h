@@ -1,0 +1,178 @@
+// The watch hub: etcd's watchers over the event history (event_log.h), grouped in streams.
+//
+// A stream (one gRPC Watch call) owns watchers and a bounded queue of outgoing responses; the transport
+// takes responses from the queue one at a time (Next / WriteDone). A dispatcher thread delivers each
+// revision once it is both in the log's contiguous prefix and visible (durable: <= the source's
+// visible_revision), so a watcher never sees what a crash can take back. It wakes on the log's listener
+// (a revision published) and on a durability callback it requests for the first revision it waits for,
+// and on a timer for progress notifications only; it never polls.
+//
+// As etcd (mvcc/watchable_store.go), watchers are synced or unsynced. The dispatcher hands each new
+// revision to every synced watcher whose range it touches, one response per revision. A watcher whose
+// stream's queue is full (in bytes or in responses) becomes unsynced at that revision; writers are never
+// held back and the queue never grows past its bound (control responses aside). An unsynced watcher
+// (that one, or one created with a past start revision) catches up from the history when its stream
+// has room, in responses of up to kCatchUpRevisions revisions, and becomes synced again once it reaches
+// the dispatched revision. A watcher whose next revision has left the history is canceled with
+// compact_revision (etcd's answer to a compacted start revision).
+//
+// Thread-safety: thread-safe. Locks, in order: the hub's mu_, then a stream's mu_ (docs/locks.md). The
+// event log's lock and the wake mutex are leaves. Nothing here runs STM transactions or touches the GC
+// heap: any thread may call in.
+#pragma once
+
+#include <chrono>
+#include <condition_variable>
+#include <cstdint>
+#include <deque>
+#include <functional>
+#include <map>
+#include <memory>
+#include <mutex>
+#include <set>
+#include <thread>
+#include <vector>
+
+#include "etcdserverpb/rpc.pb.h"
+#include "server/watch/event_log.h"
+
+namespace revkv::server::watch {
+
+struct HubOptions {
+  size_t stream_max_bytes = 4 << 20;   // queued bytes per stream before its watchers fall behind
+  size_t stream_max_responses = 128;   // queued responses per stream (etcd's chanBufLen)
+  size_t max_request_bytes = 1572864;  // fragment watchers' responses are split at this size (etcd)
+  std::chrono::milliseconds progress_interval{10 * 60 * 1000};  // etcd's default: 10 minutes
+};
+
+// What the hub reads from the store; a seam so tests can hold durability back.
+struct HubSource {
+  EventLog* log = nullptr;
+  // The newest revision clients may see (Store::VisibleRevision).
+  std::function<int64_t()> visible_revision;
+  // Arranges for `wake` to be called once `revision` is visible (or will never be: the log failed);
+  // may call it at once. Called by the dispatcher with no lock held.
+  std::function<void(int64_t revision, std::function<void()> wake)> on_visible;
+};
+
+class WatchHub;
+
+// One stream's queue of outgoing responses and its watchers. Created by WatchHub::OpenStream.
+// Thread-safety: thread-safe (Next and WriteDone from the transport; the rest from the hub).
+class WatchStream {
+ public:
+  explicit WatchStream(WatchHub* hub, std::function<void()> on_ready, size_t max_bytes, size_t max_responses)
+      : hub_(hub), on_ready_(std::move(on_ready)), max_bytes_(max_bytes), max_responses_(max_responses) {}
+
+  // The transport: takes the next response to write into *out if no write is in flight; true if it did
+  // (the caller writes it and then calls WriteDone). Never blocks.
+  bool Next(etcdserverpb::WatchResponse* out);
+  // The transport: the write Next handed out is done. Wakes the dispatcher if watchers of this stream
+  // fell behind and there is room again.
+  void WriteDone();
+  // Queued responses and bytes (tests, metrics).
+  size_t queued() const;
+
+ private:
+  friend class WatchHub;
+  // One watcher; every field under the hub's mu_.
+  struct Watcher {
+    WatchStream* stream = nullptr;
+    int64_t id = 0;
+    store::KeyRange range;
+    bool no_put = false;
+    bool no_delete = false;
+    bool prev_kv = false;
+    bool fragment = false;
+    bool progress_notify = false;
+    bool progress_due = true;  // etcd's progress[id]: cleared by an events response, set by each tick
+    bool synced = false;
+    // Synced: the first revision it wants (earlier ones are skipped). Unsynced: the next to catch up.
+    int64_t next = 0;
+  };
+
+  // Under hub mu_: queues `responses` (all or none). `force`: control responses, always queued. False if
+  // the queue is full (and not forced). Calls on_ready_ if the transport may be idle.
+  bool Push(std::vector<etcdserverpb::WatchResponse> responses, bool force);
+  bool HasRoom() const;  // under mu_
+
+  WatchHub* hub_;
+  std::function<void()> on_ready_;  // called under hub mu_, never under this mu_
+  const size_t max_bytes_;
+  const size_t max_responses_;
+  mutable std::mutex mu_;
+  std::deque<etcdserverpb::WatchResponse> queue_;  // under mu_
+  size_t bytes_ = 0;                               // under mu_
+  bool writing_ = false;                           // under mu_: a response handed out by Next
+  bool lagging_ = false;                           // under mu_: a watcher waits for room (wake on drain)
+  // Under the hub's mu_:
+  std::map<int64_t, std::unique_ptr<Watcher>> watchers_;
+  int64_t next_id_ = 0;  // etcd: server-chosen ids start at 0
+  bool closed_ = false;
+};
+
+class WatchHub {
+ public:
+  WatchHub(HubSource source, HubOptions options);
+  ~WatchHub();  // Stop()s
+  WatchHub(const WatchHub&) = delete;
+  WatchHub& operator=(const WatchHub&) = delete;
+
+  // Starts and stops the dispatcher thread. Stop is idempotent; streams stay open but get no more events.
+  void Start();
+  void Stop();
+
+  // A new stream. `on_ready` is called (under the hub's lock, from any thread) when a response was
+  // queued; it should call WatchStream::Next. The hub keeps the stream until CloseStream.
+  std::shared_ptr<WatchStream> OpenStream(std::function<void()> on_ready);
+  // Removes the stream's watchers; no on_ready call happens after it returns.
+  void CloseStream(WatchStream* stream);
+
+  // etcd's handling of a WatchCreateRequest (as normalized by etcd's recvLoop): queues the created
+  // response (canceled with etcd's reason for a duplicate id or an empty range) and starts the watcher.
+  void Create(WatchStream* stream, const etcdserverpb::WatchCreateRequest& request);
+  // etcd's WatchCancelRequest: queues the canceled response; nothing for an unknown id (as etcd).
+  void Cancel(WatchStream* stream, int64_t watch_id);
+  // etcd's WatchProgressRequest: queues a response with watch_id -1 and the dispatched revision.
+  void Progress(WatchStream* stream);
+
+  // Wakes the dispatcher (a revision was published or became durable, or a stream has room). Never blocks
+  // for long (a leaf mutex).
+  void Wake();
+
+  // The newest revision delivered to synced watchers.
+  int64_t dispatched() const;
+  // Watchers now (all streams) and how many of them are unsynced.
+  size_t watchers() const;
+  size_t unsynced() const;
+
+  static constexpr int64_t kCatchUpRevisions = 1000;  // etcd's watchBatchMaxRevs
+
+ private:
+  void Run();
+  void Pass();          // one dispatch round: new revisions to synced watchers, then catch-up
+  void ProgressTick();  // periodic progress notifications
+  void CatchUp(WatchStream::Watcher* w);  // requires mu_
+  void Remove(WatchStream::Watcher* w);   // requires mu_; deletes it
+  // The responses (fragments, if the watcher asked) for `events` of a watcher; empty if none pass.
+  std::vector<etcdserverpb::WatchResponse> Build(const WatchStream::Watcher& w,
+                                                 const std::vector<const WatchEvent*>& events,
+                                                 int64_t header_revision) const;
+
+  const HubSource source_;
+  const HubOptions options_;
+  mutable std::mutex mu_;
+  std::map<WatchStream*, std::shared_ptr<WatchStream>> streams_;  // under mu_
+  std::set<WatchStream::Watcher*> synced_;                        // under mu_
+  std::set<WatchStream::Watcher*> unsynced_;                      // under mu_
+  int64_t dispatched_;                                            // under mu_
+  int64_t durable_wait_ = 0;  // under mu_: the revision a durability wake-up was asked for
+
+  std::mutex wake_mu_;  // leaf: guards wake_ and stop_ for the condition variable
+  std::condition_variable wake_cv_;
+  bool wake_ = false;  // under wake_mu_
+  bool stop_ = false;  // under wake_mu_
+  std::thread thread_;
+};
+
+}  // namespace revkv::server::watch

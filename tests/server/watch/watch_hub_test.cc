@@ -1,0 +1,463 @@
+// The watch hub over an event log with a durability gate the test controls.
+#include "server/watch/watch_hub.h"
+
+#include <gtest/gtest.h>
+
+#include <atomic>
+#include <chrono>
+#include <cstdio>
+#include <limits>
+#include <map>
+#include <random>
+#include <thread>
+
+namespace revkv::server::watch {
+namespace {
+
+using etcdserverpb::WatchCreateRequest;
+using etcdserverpb::WatchResponse;
+
+WatchEvent Put(const std::string& key, const std::string& value, int64_t rev, int64_t create, int64_t version,
+               const WatchEvent* prev = nullptr) {
+  WatchEvent e;
+  e.kv = store::KvRecord{key, value, create, rev, version, 0};
+  if (prev != nullptr) {
+    e.has_prev = true;
+    e.prev = prev->kv;
+  }
+  return e;
+}
+WatchEvent Del(const std::string& key, int64_t rev, const store::KvRecord& prev) {
+  WatchEvent e;
+  e.is_delete = true;
+  e.kv.key = key;
+  e.kv.mod_revision = rev;
+  e.has_prev = true;
+  e.prev = prev;
+  return e;
+}
+
+// An event log, a visible revision the test moves, and a hub over them.
+class Harness {
+ public:
+  explicit Harness(HubOptions options = HubOptions(), int64_t visible = std::numeric_limits<int64_t>::max())
+      : visible_(visible) {
+    HubSource source;
+    source.log = &log_;
+    // As the store's: never past the newest commit (here: the newest published revision).
+    source.visible_revision = [this] { return std::min(visible_.load(), log_.contiguous()); };
+    source.on_visible = [this](int64_t revision, std::function<void()> wake) {
+      std::lock_guard<std::mutex> lock(mu_);
+      if (visible_.load() >= revision) {
+        wake();
+        return;
+      }
+      waiting_.emplace_back(revision, std::move(wake));
+    };
+    hub_ = std::make_unique<WatchHub>(std::move(source), options);
+    hub_->Start();
+  }
+  ~Harness() { hub_->Stop(); }
+
+  void SetVisible(int64_t v) {
+    std::lock_guard<std::mutex> lock(mu_);
+    visible_.store(v);
+    for (auto it = waiting_.begin(); it != waiting_.end();) {
+      if (it->first <= v) {
+        it->second();
+        it = waiting_.erase(it);
+      } else {
+        ++it;
+      }
+    }
+  }
+
+  EventLog& log() { return log_; }
+  WatchHub& hub() { return *hub_; }
+
+ private:
+  EventLog log_{0};
+  std::atomic<int64_t> visible_;
+  std::mutex mu_;
+  std::vector<std::pair<int64_t, std::function<void()>>> waiting_;
+  std::unique_ptr<WatchHub> hub_;
+};
+
+// A stream's reader: takes what the hub queued, when the test says so.
+class Reader {
+ public:
+  explicit Reader(WatchHub* hub) : hub_(hub) {
+    stream_ = hub->OpenStream([] {});
+  }
+  ~Reader() { hub_->CloseStream(stream_.get()); }
+  WatchStream* stream() { return stream_.get(); }
+
+  void Drain() {
+    WatchResponse r;
+    while (stream_->Next(&r)) {
+      got_.push_back(r);
+      stream_->WriteDone();
+    }
+  }
+  // Drains until `done` holds or 10 s pass.
+  bool DrainUntil(const std::function<bool(const std::vector<WatchResponse>&)>& done) {
+    const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(10);
+    while (std::chrono::steady_clock::now() < deadline) {
+      Drain();
+      if (done(got_)) return true;
+      std::this_thread::sleep_for(std::chrono::milliseconds(1));
+    }
+    return false;
+  }
+  // Drains for a while (to show that nothing more comes).
+  void DrainFor(std::chrono::milliseconds d) {
+    const auto end = std::chrono::steady_clock::now() + d;
+    while (std::chrono::steady_clock::now() < end) {
+      Drain();
+      std::this_thread::sleep_for(std::chrono::milliseconds(1));
+    }
+  }
+  std::vector<WatchResponse>& got() { return got_; }
+  // The events for `watch_id`, in order, as (revision, key, type).
+  std::vector<mvccpb::Event> Events(int64_t watch_id) const {
+    std::vector<mvccpb::Event> out;
+    for (const auto& r : got_) {
+      if (r.watch_id() != watch_id) continue;
+      for (const auto& e : r.events()) out.push_back(e);
+    }
+    return out;
+  }
+
+ private:
+  WatchHub* hub_;
+  std::shared_ptr<WatchStream> stream_;
+  std::vector<WatchResponse> got_;
+};
+
+const std::string kFromKey(1, '\0');  // etcd's range_end for "every key from `key` on"
+
+WatchCreateRequest Req(const std::string& key, const std::string& end = "", int64_t start = 0) {
+  WatchCreateRequest r;
+  r.set_key(key);
+  r.set_range_end(end);
+  r.set_start_revision(start);
+  return r;
+}
+
+size_t CountEvents(const std::vector<WatchResponse>& got, int64_t id) {
+  size_t n = 0;
+  for (const auto& r : got)
+    if (r.watch_id() == id) n += r.events_size();
+  return n;
+}
+
+TEST(WatchHub, CreatedResponseCarriesIdsFromZeroAndTheVisibleRevision) {
+  Harness h;
+  h.log().Publish(1, {});
+  h.log().Publish(2, {Put("a", "1", 2, 2, 1)});
+  Reader reader(&h.hub());
+  h.hub().Create(reader.stream(), Req("a"));
+  h.hub().Create(reader.stream(), Req("b"));
+  WatchCreateRequest chosen = Req("c");
+  chosen.set_watch_id(7);
+  h.hub().Create(reader.stream(), chosen);
+  ASSERT_TRUE(reader.DrainUntil([](auto& g) { return g.size() >= 3; }));
+  EXPECT_TRUE(reader.got()[0].created());
+  EXPECT_EQ(reader.got()[0].watch_id(), 0);
+  EXPECT_EQ(reader.got()[1].watch_id(), 1);
+  EXPECT_EQ(reader.got()[2].watch_id(), 7);
+  EXPECT_FALSE(reader.got()[2].canceled());
+}
+
+TEST(WatchHub, DuplicateIdAndEmptyRangeAreRefusedAsEtcd) {
+  Harness h;
+  Reader reader(&h.hub());
+  WatchCreateRequest r = Req("a");
+  r.set_watch_id(3);
+  h.hub().Create(reader.stream(), r);
+  h.hub().Create(reader.stream(), r);
+  h.hub().Create(reader.stream(), Req("b", "a"));
+  ASSERT_TRUE(reader.DrainUntil([](auto& g) { return g.size() >= 3; }));
+  const auto& dup = reader.got()[1];
+  EXPECT_TRUE(dup.created());
+  EXPECT_TRUE(dup.canceled());
+  EXPECT_EQ(dup.watch_id(), -1);
+  EXPECT_EQ(dup.cancel_reason(), "mvcc: duplicate watch ID provided on the WatchStream");
+  const auto& empty = reader.got()[2];
+  EXPECT_TRUE(empty.canceled());
+  EXPECT_EQ(empty.watch_id(), -1);
+  EXPECT_EQ(empty.cancel_reason(), "mvcc: watcher range is empty");
+  EXPECT_EQ(h.hub().watchers(), 1u);
+}
+
+TEST(WatchHub, RangesFiltersAndPreviousKeyValues) {
+  Harness h;
+  h.log().Publish(1, {});
+  Reader reader(&h.hub());
+  h.hub().Create(reader.stream(), Req("a"));              // 0: single key
+  h.hub().Create(reader.stream(), Req("p/", "p0"));       // 1: prefix
+  h.hub().Create(reader.stream(), Req("p/2", kFromKey));  // 2: from key on
+  WatchCreateRequest noput = Req("p/", "p0");             // 3: deletes only
+  noput.add_filters(WatchCreateRequest::NOPUT);
+  h.hub().Create(reader.stream(), noput);
+  WatchCreateRequest nodel = Req("p/", "p0");  // 4: puts only, with prev_kv
+  nodel.add_filters(WatchCreateRequest::NODELETE);
+  nodel.set_prev_kv(true);
+  h.hub().Create(reader.stream(), nodel);
+  WatchCreateRequest all = Req("", kFromKey);  // 5: every key (empty key is "\0")
+  all.set_prev_kv(true);
+  h.hub().Create(reader.stream(), all);
+  ASSERT_TRUE(reader.DrainUntil([](auto& g) { return g.size() >= 6; }));
+
+  const WatchEvent a2 = Put("a", "1", 2, 2, 1);
+  const WatchEvent p3 = Put("p/1", "x", 3, 3, 1);
+  const WatchEvent p4 = Put("p/1", "y", 4, 3, 2, &p3);
+  h.log().Publish(2, {a2});
+  h.log().Publish(3, {p3, Put("p/2", "z", 3, 3, 1), Put("q", "q", 3, 3, 1)});
+  h.log().Publish(4, {p4});
+  h.log().Publish(5, {Del("p/1", 5, p4.kv)});
+  ASSERT_TRUE(reader.DrainUntil([](auto& g) { return CountEvents(g, 5) == 6; })) << [&] {
+    std::string s;
+    for (const auto& r : reader.got()) s += r.ShortDebugString() + "\n";
+    return s;
+  }();
+  reader.DrainFor(std::chrono::milliseconds(50));
+
+  auto keys = [&](int64_t id) {
+    std::vector<std::string> out;
+    for (const auto& e : reader.Events(id)) {
+      out.push_back((e.type() == mvccpb::Event::DELETE ? "-" : "+") + e.kv().key() + "@" +
+                    std::to_string(e.kv().mod_revision()));
+    }
+    return out;
+  };
+  using V = std::vector<std::string>;
+  EXPECT_EQ(keys(0), (V{"+a@2"}));
+  EXPECT_EQ(keys(1), (V{"+p/1@3", "+p/2@3", "+p/1@4", "-p/1@5"}));
+  EXPECT_EQ(keys(2), (V{"+p/2@3", "+q@3"}));
+  EXPECT_EQ(keys(3), (V{"-p/1@5"}));
+  EXPECT_EQ(keys(4), (V{"+p/1@3", "+p/2@3", "+p/1@4"}));
+  EXPECT_EQ(keys(5), (V{"+a@2", "+p/1@3", "+p/2@3", "+q@3", "+p/1@4", "-p/1@5"}));
+
+  // One response per revision, all of its events together, header = the revision.
+  for (const auto& r : reader.got()) {
+    if (r.watch_id() != 1 || r.events_size() == 0) continue;
+    for (const auto& e : r.events()) EXPECT_EQ(e.kv().mod_revision(), r.header().revision());
+  }
+  // prev_kv: none for a creation, the replaced key-value otherwise (deletes too); only if asked.
+  const auto ev5 = reader.Events(5);
+  EXPECT_FALSE(ev5[0].has_prev_kv());
+  EXPECT_EQ(ev5[4].prev_kv().value(), "x");
+  EXPECT_EQ(ev5[5].prev_kv().value(), "y");
+  EXPECT_EQ(ev5[5].kv().value(), "");  // a delete's kv is the key and its revision only
+  EXPECT_EQ(ev5[5].kv().create_revision(), 0);
+  for (const auto& e : reader.Events(1)) EXPECT_FALSE(e.has_prev_kv());
+}
+
+// The dispatcher must not deliver a revision before it is durable (visible): a crash could take it back.
+TEST(WatchHub, RevisionsAreDeliveredOnlyOnceVisible) {
+  Harness h(HubOptions(), /*visible=*/1);
+  h.log().Publish(1, {});
+  Reader reader(&h.hub());
+  h.hub().Create(reader.stream(), Req("k"));
+  for (int r = 2; r <= 5; ++r) h.log().Publish(r, {Put("k", std::to_string(r), r, 2, r - 1)});
+  h.SetVisible(3);
+  ASSERT_TRUE(reader.DrainUntil([](auto& g) { return CountEvents(g, 0) >= 2; }));
+  reader.DrainFor(std::chrono::milliseconds(100));
+  EXPECT_EQ(CountEvents(reader.got(), 0), 2u) << "delivered a revision that is not durable";
+  EXPECT_EQ(h.hub().dispatched(), 3);
+  h.SetVisible(5);  // the durability callback wakes the dispatcher: no polling
+  ASSERT_TRUE(reader.DrainUntil([](auto& g) { return CountEvents(g, 0) == 4; }));
+  const auto events = reader.Events(0);
+  for (size_t i = 0; i < events.size(); ++i) EXPECT_EQ(events[i].kv().mod_revision(), 2 + int64_t(i));
+}
+
+TEST(WatchHub, StartRevisionZeroMeansAfterTheVisibleRevisionAndAPastOneReadsHistory) {
+  Harness h;
+  h.log().Publish(1, {});
+  for (int r = 2; r <= 6; ++r) h.log().Publish(r, {Put("k", std::to_string(r), r, 2, r - 1)});
+  ASSERT_TRUE([&] {
+    for (int i = 0; i < 1000 && h.hub().dispatched() < 6; ++i)
+      std::this_thread::sleep_for(std::chrono::milliseconds(1));
+    return h.hub().dispatched() == 6;
+  }());
+  Reader reader(&h.hub());
+  h.hub().Create(reader.stream(), Req("k"));           // 0: from 7
+  h.hub().Create(reader.stream(), Req("k", "", 3));    // 1: from 3
+  h.hub().Create(reader.stream(), Req("k", "", 100));  // 2: from 100 (future)
+  h.log().Publish(7, {Put("k", "7", 7, 2, 6)});
+  ASSERT_TRUE(reader.DrainUntil([](auto& g) { return CountEvents(g, 0) == 1 && CountEvents(g, 1) == 5; }));
+  EXPECT_EQ(reader.got()[0].header().revision(), 6);
+  const auto from3 = reader.Events(1);
+  for (size_t i = 0; i < from3.size(); ++i) EXPECT_EQ(from3[i].kv().mod_revision(), 3 + int64_t(i));
+  EXPECT_EQ(CountEvents(reader.got(), 2), 0u);
+}
+
+TEST(WatchHub, CompactedStartRevisionIsCanceledWithTheCompactRevision) {
+  Harness h;
+  h.log().Publish(1, {});
+  for (int r = 2; r <= 20; ++r) h.log().Publish(r, {Put("k", "v", r, 2, r - 1)});
+  ASSERT_TRUE([&] {
+    for (int i = 0; i < 1000 && h.hub().dispatched() < 20; ++i)
+      std::this_thread::sleep_for(std::chrono::milliseconds(1));
+    return h.hub().dispatched() == 20;
+  }());
+  h.log().Trim(10);
+  Reader reader(&h.hub());
+  h.hub().Create(reader.stream(), Req("k", "", 5));
+  h.hub().Create(reader.stream(), Req("k", "", 10));
+  ASSERT_TRUE(reader.DrainUntil([](auto& g) { return g.size() >= 4; }));
+  EXPECT_TRUE(reader.got()[0].created());
+  EXPECT_FALSE(reader.got()[0].canceled());
+  bool compacted = false;
+  for (const auto& r : reader.got()) {
+    if (r.watch_id() == 0 && r.canceled()) {
+      compacted = true;
+      EXPECT_EQ(r.compact_revision(), 10);
+      EXPECT_EQ(r.events_size(), 0);
+    }
+  }
+  EXPECT_TRUE(compacted);
+  EXPECT_EQ(CountEvents(reader.got(), 1), 11u);  // revisions 10..20 are still there
+  EXPECT_EQ(h.hub().watchers(), 1u);
+}
+
+// A stream that stops reading: its watcher falls behind (the queue stays bounded, the dispatcher keeps
+// going for others), then catches up from the history with every revision exactly once, in order.
+TEST(WatchHub, SlowStreamFallsBehindAndCatchesUpWithoutGapsOrDuplicates) {
+  const uint32_t seed = std::random_device{}();
+  std::printf("seed %u\n", seed);
+  std::mt19937 rng(seed);
+  HubOptions options;
+  options.stream_max_responses = 4;
+  options.stream_max_bytes = 1 << 20;
+  Harness h(options);
+  h.log().Publish(1, {});
+  Reader slow(&h.hub());
+  Reader fast(&h.hub());
+  h.hub().Create(slow.stream(), Req("k/", "k0"));
+  h.hub().Create(fast.stream(), Req("k/", "k0"));
+  std::atomic<bool> writing{true};
+  constexpr int kRevisions = 3000;
+  std::thread writer([&] {
+    for (int r = 2; r <= kRevisions + 1; ++r) {
+      std::vector<WatchEvent> evs;
+      const int n = 1 + static_cast<int>(rng() % 3);
+      for (int i = 0; i < n; ++i) evs.push_back(Put("k/" + std::to_string(i), "v", r, r, 1));
+      h.log().Publish(r, std::move(evs));
+    }
+    writing = false;
+  });
+  // The fast reader reads all along; the slow one not at all while the writer runs.
+  while (writing) {
+    fast.Drain();
+    EXPECT_LE(slow.stream()->queued(), 4u + 1);
+  }
+  writer.join();
+  ASSERT_TRUE(
+      fast.DrainUntil([&](auto& g) { return !g.empty() && g.back().header().revision() == kRevisions + 1; }));
+  EXPECT_GE(h.hub().unsynced(), 1u) << "the slow watcher never fell behind: the test proves nothing";
+  ASSERT_TRUE(slow.DrainUntil([&](auto& g) {
+    const auto evs = [&] {
+      std::vector<int64_t> revs;
+      for (const auto& r : g)
+        for (const auto& e : r.events()) revs.push_back(e.kv().mod_revision());
+      return revs;
+    }();
+    return !evs.empty() && evs.back() == kRevisions + 1;
+  }));
+  for (Reader* r : {&slow, &fast}) {
+    int64_t last = 1;
+    std::map<int64_t, int> per_revision;
+    for (const auto& e : r->Events(0)) {
+      ASSERT_GE(e.kv().mod_revision(), last) << "out of order (seed " << seed << ")";
+      last = e.kv().mod_revision();
+      ++per_revision[last];
+    }
+    ASSERT_EQ(per_revision.size(), static_cast<size_t>(kRevisions)) << "gap (seed " << seed << ")";
+    std::vector<std::shared_ptr<const RevisionEvents>> all;
+    ASSERT_TRUE(h.log().Read(2, kRevisions + 1, &all));
+    for (const auto& b : all) {
+      ASSERT_EQ(per_revision[b->revision], static_cast<int>(b->events.size()))
+          << "revision " << b->revision << " (seed " << seed << ")";
+    }
+  }
+  EXPECT_EQ(h.hub().unsynced(), 0u);
+}
+
+TEST(WatchHub, CancelAndProgressRequests) {
+  Harness h;
+  h.log().Publish(1, {});
+  h.log().Publish(2, {Put("k", "v", 2, 2, 1)});
+  for (int i = 0; i < 1000 && h.hub().dispatched() < 2; ++i)
+    std::this_thread::sleep_for(std::chrono::milliseconds(1));
+  Reader reader(&h.hub());
+  h.hub().Create(reader.stream(), Req("k"));
+  ASSERT_TRUE(reader.DrainUntil([](auto& g) { return g.size() == 1; }));
+  h.hub().Cancel(reader.stream(), 0);
+  h.hub().Cancel(reader.stream(), 42);  // unknown: no answer, as etcd
+  h.hub().Progress(reader.stream());
+  h.log().Publish(3, {Put("k", "v", 3, 2, 2)});
+  reader.DrainFor(std::chrono::milliseconds(100));
+  ASSERT_EQ(reader.got().size(), 3u);
+  EXPECT_TRUE(reader.got()[1].canceled());
+  EXPECT_EQ(reader.got()[1].watch_id(), 0);
+  EXPECT_EQ(reader.got()[2].watch_id(), -1);
+  EXPECT_EQ(reader.got()[2].header().revision(), 2);
+  EXPECT_EQ(reader.got()[2].events_size(), 0);
+  EXPECT_EQ(h.hub().watchers(), 0u);
+}
+
+TEST(WatchHub, PeriodicProgressNotifySkipsWatchersThatGotEvents) {
+  HubOptions options;
+  options.progress_interval = std::chrono::milliseconds(100);
+  Harness h(options);
+  h.log().Publish(1, {});
+  Reader reader(&h.hub());
+  WatchCreateRequest with = Req("k");
+  with.set_progress_notify(true);
+  h.hub().Create(reader.stream(), with);      // 0
+  h.hub().Create(reader.stream(), Req("j"));  // 1: did not ask
+  ASSERT_TRUE(reader.DrainUntil([](auto& g) {
+    for (const auto& r : g)
+      if (r.watch_id() == 0 && !r.created() && r.events_size() == 0) return true;
+    return false;
+  }));
+  for (const auto& r : reader.got()) EXPECT_FALSE(r.watch_id() == 1 && !r.created());
+  EXPECT_EQ(reader.got().back().header().revision(), 1);
+}
+
+TEST(WatchHub, FragmentSplitsALargeRevisionAtMaxRequestBytes) {
+  HubOptions options;
+  options.max_request_bytes = 1000;
+  Harness h(options);
+  h.log().Publish(1, {});
+  Reader reader(&h.hub());
+  WatchCreateRequest frag = Req("", kFromKey);
+  frag.set_fragment(true);
+  h.hub().Create(reader.stream(), frag);               // 0
+  h.hub().Create(reader.stream(), Req("", kFromKey));  // 1: whole
+  std::vector<WatchEvent> big;
+  for (int i = 0; i < 10; ++i) big.push_back(Put("k" + std::to_string(i), std::string(300, 'x'), 2, 2, 1));
+  h.log().Publish(2, big);
+  ASSERT_TRUE(reader.DrainUntil([](auto& g) { return CountEvents(g, 0) == 10 && CountEvents(g, 1) == 10; }));
+  int fragments = 0;
+  for (const auto& r : reader.got()) {
+    if (r.watch_id() != 0 || r.events_size() == 0) continue;
+    ++fragments;
+    EXPECT_LT(r.ByteSizeLong(), 1000u + 400);
+    EXPECT_EQ(r.header().revision(), 2);
+  }
+  EXPECT_GE(fragments, 3);
+  int fragment_flags = 0;
+  for (const auto& r : reader.got())
+    if (r.watch_id() == 0 && r.fragment()) ++fragment_flags;
+  EXPECT_EQ(fragment_flags, fragments - 1);  // all but the last
+  int whole = 0;
+  for (const auto& r : reader.got())
+    if (r.watch_id() == 1 && r.events_size() > 0) ++whole;
+  EXPECT_EQ(whole, 1);
+}
+
+}  // namespace
+}  // namespace revkv::server::watch
