@@ -12,8 +12,9 @@ namespace revkv::server {
 namespace {
 
 const std::vector<std::string>& Methods() {
-  static const std::vector<std::string> methods = {"Range",  "Put",   "DeleteRange", "Txn",     "Compact",
-                                                   "Status", "Alarm", "MemberList",  "Pipeline"};
+  static const std::vector<std::string> methods = {"Range",  "Put",      "DeleteRange", "Txn",      "Compact",
+                                                   "Status", "Alarm",    "MemberList",  "Pipeline", "Lock",
+                                                   "Unlock", "Campaign", "Proclaim",    "Leader",   "Resign"};
   return methods;
 }
 

@@ -1,0 +1,202 @@
+// The Lock and Election services (coordination_service.h).
+#include "server/rpc/coordination_service.h"
+
+#include <deque>
+#include <memory>
+#include <mutex>
+#include <utility>
+
+#include "absl/base/thread_annotations.h"
+#include "server/rpc/status.h"
+
+namespace revkv::server {
+
+namespace {
+
+// One unary call answered by a coordinator operation, possibly much later. gRPC calls OnDone only after
+// Finish, and Finish is called once, by Complete: the operation's callback never outlives the reactor.
+template <class Response>
+class CoordinationReactor final : public grpc::ServerUnaryReactor {
+ public:
+  CoordinationReactor(ServerState* state, Response* response, const char* method)
+      : state_(state), response_(response), metrics_(&state->ForMethod(method)) {}
+
+  // The callback to hand to the coordinator.
+  Coordinator::Done<Response> Callback() {
+    return [this](absl::StatusOr<Response> result) { Complete(std::move(result)); };
+  }
+
+  // Attaches the long operation that a cancellation must stop (it may have been cancelled already).
+  void Attach(std::shared_ptr<CoordinationOperation> operation) {
+    std::lock_guard<std::mutex> lock(mu_);
+    operation_ = std::move(operation);
+    if (canceled_) operation_->Cancel();
+  }
+
+  void OnCancel() override {
+    std::lock_guard<std::mutex> lock(mu_);
+    canceled_ = true;
+    if (operation_ != nullptr) operation_->Cancel();
+  }
+
+  void OnDone() override {
+    metrics_->Record(start_, ok_);
+    delete this;
+  }
+
+ private:
+  void Complete(absl::StatusOr<Response> result) {
+    if (!result.ok()) {
+      Finish(ToGrpc(result.status()));
+      return;
+    }
+    *response_ = std::move(*result);
+    state_->FillHeader(response_->mutable_header());
+    ok_ = true;
+    Finish(grpc::Status::OK);
+  }
+
+  ServerState* const state_;
+  Response* const response_;
+  const MethodMetrics* const metrics_;
+  const std::chrono::steady_clock::time_point start_ = std::chrono::steady_clock::now();
+  bool ok_ = false;  // written before Finish, read in OnDone (gRPC orders the two)
+  std::mutex mu_;
+  std::shared_ptr<CoordinationOperation> operation_ ABSL_GUARDED_BY(mu_);
+  bool canceled_ ABSL_GUARDED_BY(mu_) = false;
+};
+
+// Observe's stream: leaders queued while a write is in flight; past kMaxQueued the newest replaces the
+// last queued one (a slow reader skips intermediate proclamations, never the newest leader).
+class ObserveReactor final : public grpc::ServerWriteReactor<v3electionpb::LeaderResponse> {
+ public:
+  static constexpr size_t kMaxQueued = 1024;
+
+  explicit ObserveReactor(ServerState* state) : state_(state) {}
+
+  void Start(Coordinator* coordinator, const v3electionpb::LeaderRequest& request) {
+    std::shared_ptr<CoordinationOperation> operation = coordinator->Observe(
+        request, [this](const v3electionpb::LeaderResponse& r) { OnLeader(r); },
+        [this](absl::Status s) { OnEnd(std::move(s)); });
+    std::lock_guard<std::mutex> lock(mu_);
+    operation_ = std::move(operation);
+    if (canceled_) operation_->Cancel();
+  }
+
+  void OnWriteDone(bool ok) override {
+    std::lock_guard<std::mutex> lock(mu_);
+    queue_.pop_front();
+    if (!ok) {  // the stream is broken: stop observing; OnEnd finishes
+      writing_ = false;
+      if (operation_ != nullptr) operation_->Cancel();
+      return;
+    }
+    if (!queue_.empty()) {
+      StartWrite(&queue_.front());
+      return;
+    }
+    writing_ = false;
+    if (ended_) Finish(end_status_);
+  }
+
+  void OnCancel() override {
+    std::lock_guard<std::mutex> lock(mu_);
+    canceled_ = true;
+    if (operation_ != nullptr) operation_->Cancel();
+  }
+
+  void OnDone() override { delete this; }
+
+ private:
+  void OnLeader(const v3electionpb::LeaderResponse& r) {
+    std::lock_guard<std::mutex> lock(mu_);
+    if (ended_) return;
+    if (queue_.size() >= kMaxQueued) {
+      queue_.back() = r;  // never the front: it may be in flight
+    } else {
+      queue_.push_back(r);
+    }
+    state_->FillHeader(queue_.back().mutable_header());
+    if (!writing_) {
+      writing_ = true;
+      StartWrite(&queue_.front());
+    }
+  }
+
+  void OnEnd(absl::Status s) {
+    std::lock_guard<std::mutex> lock(mu_);
+    if (ended_) return;
+    ended_ = true;
+    // A cancelled Observe ends as etcd's does: the client's context error, which the client made.
+    end_status_ = ToGrpc(s);
+    if (!writing_) Finish(end_status_);
+  }
+
+  ServerState* const state_;
+  std::mutex mu_;
+  std::deque<v3electionpb::LeaderResponse> queue_ ABSL_GUARDED_BY(mu_);  // front: in flight if writing_
+  bool writing_ ABSL_GUARDED_BY(mu_) = false;
+  bool ended_ ABSL_GUARDED_BY(mu_) = false;
+  bool canceled_ ABSL_GUARDED_BY(mu_) = false;
+  grpc::Status end_status_ ABSL_GUARDED_BY(mu_);
+  std::shared_ptr<CoordinationOperation> operation_ ABSL_GUARDED_BY(mu_);
+};
+
+}  // namespace
+
+grpc::ServerUnaryReactor* LockService::Lock(grpc::CallbackServerContext* /*context*/,
+                                            const v3lockpb::LockRequest* request,
+                                            v3lockpb::LockResponse* response) {
+  auto* reactor = new CoordinationReactor<v3lockpb::LockResponse>(state_, response, "Lock");
+  reactor->Attach(coordinator_->Lock(*request, reactor->Callback()));
+  return reactor;
+}
+
+grpc::ServerUnaryReactor* LockService::Unlock(grpc::CallbackServerContext* /*context*/,
+                                              const v3lockpb::UnlockRequest* request,
+                                              v3lockpb::UnlockResponse* response) {
+  auto* reactor = new CoordinationReactor<v3lockpb::UnlockResponse>(state_, response, "Unlock");
+  coordinator_->Unlock(*request, reactor->Callback());
+  return reactor;
+}
+
+grpc::ServerUnaryReactor* ElectionService::Campaign(grpc::CallbackServerContext* /*context*/,
+                                                    const v3electionpb::CampaignRequest* request,
+                                                    v3electionpb::CampaignResponse* response) {
+  auto* reactor = new CoordinationReactor<v3electionpb::CampaignResponse>(state_, response, "Campaign");
+  reactor->Attach(coordinator_->Campaign(*request, reactor->Callback()));
+  return reactor;
+}
+
+grpc::ServerUnaryReactor* ElectionService::Proclaim(grpc::CallbackServerContext* /*context*/,
+                                                    const v3electionpb::ProclaimRequest* request,
+                                                    v3electionpb::ProclaimResponse* response) {
+  auto* reactor = new CoordinationReactor<v3electionpb::ProclaimResponse>(state_, response, "Proclaim");
+  coordinator_->Proclaim(*request, reactor->Callback());
+  return reactor;
+}
+
+grpc::ServerUnaryReactor* ElectionService::Leader(grpc::CallbackServerContext* /*context*/,
+                                                  const v3electionpb::LeaderRequest* request,
+                                                  v3electionpb::LeaderResponse* response) {
+  auto* reactor = new CoordinationReactor<v3electionpb::LeaderResponse>(state_, response, "Leader");
+  coordinator_->Leader(*request, reactor->Callback());
+  return reactor;
+}
+
+grpc::ServerWriteReactor<v3electionpb::LeaderResponse>* ElectionService::Observe(
+    grpc::CallbackServerContext* /*context*/, const v3electionpb::LeaderRequest* request) {
+  auto* reactor = new ObserveReactor(state_);
+  reactor->Start(coordinator_, *request);
+  return reactor;
+}
+
+grpc::ServerUnaryReactor* ElectionService::Resign(grpc::CallbackServerContext* /*context*/,
+                                                  const v3electionpb::ResignRequest* request,
+                                                  v3electionpb::ResignResponse* response) {
+  auto* reactor = new CoordinationReactor<v3electionpb::ResignResponse>(state_, response, "Resign");
+  coordinator_->Resign(*request, reactor->Callback());
+  return reactor;
+}
+
+}  // namespace revkv::server
