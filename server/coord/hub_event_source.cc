@@ -25,7 +25,7 @@ struct Subscriber {
       if (response.canceled()) {
         ended = true;
         on_end(response.compact_revision() != 0 ? errors::Compacted()
-                                                 : absl::CancelledError(response.cancel_reason()));
+                                                : absl::CancelledError(response.cancel_reason()));
         return;
       }
       if (response.events_size() > 0) {
@@ -49,9 +49,10 @@ class HubSubscription final : public EventSubscription {
 }  // namespace
 
 absl::StatusOr<std::unique_ptr<EventSubscription>> HubEventSource::Subscribe(const std::string& key,
-                                                                              const std::string& range_end,
-                                                                              int64_t start_revision,
-                                                                              OnEvents on_events, OnEnd on_end) {
+                                                                             const std::string& range_end,
+                                                                             int64_t start_revision,
+                                                                             OnEvents on_events,
+                                                                             OnEnd on_end) {
   auto subscriber = std::make_shared<Subscriber>();
   subscriber->on_events = std::move(on_events);
   subscriber->on_end = std::move(on_end);

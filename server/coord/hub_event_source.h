@@ -20,9 +20,9 @@ class HubEventSource final : public EventSource {
   HubEventSource(watch::WatchHub* hub, RuntimeExecutor* executor) : hub_(hub), executor_(executor) {}
 
   absl::StatusOr<std::unique_ptr<EventSubscription>> Subscribe(const std::string& key,
-                                                                const std::string& range_end,
-                                                                int64_t start_revision, OnEvents on_events,
-                                                                OnEnd on_end) override;
+                                                               const std::string& range_end,
+                                                               int64_t start_revision, OnEvents on_events,
+                                                               OnEnd on_end) override;
 
  private:
   watch::WatchHub* const hub_;

@@ -4,7 +4,9 @@
 #include <grpcpp/ext/proto_server_reflection_plugin.h>
 #include <grpcpp/health_check_service_interface.h>
 
+#include <algorithm>
 #include <fstream>
+#include <limits>
 #include <sstream>
 #include <thread>
 
@@ -18,6 +20,11 @@
 namespace revkv::server {
 
 namespace {
+
+// The lease etcd's session grants for a Lock or Campaign that names none (on the coordination thread).
+absl::StatusOr<int64_t> GrantSessionLease(Store* /*store*/, int64_t /*ttl*/) {
+  return absl::UnimplementedError("revkv: leases are not served yet");
+}
 
 // Server reflection answers from the generated descriptor pool, which holds a .proto file only if its
 // .pb.o was linked. revkv/v1/kv.proto declares a service and no message, so nothing else refers to it:
@@ -73,13 +80,25 @@ absl::Status RpcServer::Start() {
   builder.AddListeningPort(config.listen, *credentials, &port_);
   // gRPC refuses larger messages itself; the store answers etcd's "request is too large" for requests
   // between max_request_bytes and this limit, as etcd does (it adds the same 512 KiB of slack).
-  builder.SetMaxReceiveMessageSize(static_cast<int>(config.max_request_bytes + 512 * 1024));
+  // (max_request_bytes may be up to 2 GiB - 1: the sum is capped at gRPC's int limit.)
+  builder.SetMaxReceiveMessageSize(static_cast<int>(
+      std::min<uint64_t>(config.max_request_bytes + 512 * 1024, std::numeric_limits<int>::max())));
   builder.SetMaxSendMessageSize(std::numeric_limits<int>::max());
   builder.RegisterService(&etcd_.kv);
   builder.RegisterService(&etcd_.maintenance);
   builder.RegisterService(&etcd_.cluster);
   watch_ = std::make_unique<WatchService>(state_);
   builder.RegisterService(watch_.get());
+  coordination_executor_ = std::make_unique<RuntimeExecutor>("coordination");
+  coordination_events_ = std::make_unique<HubEventSource>(&watch_->hub(), coordination_executor_.get());
+  Store* store = &state_->engine->store();
+  coordinator_ = std::make_unique<Coordinator>(Coordinator::Env{
+      store, coordination_events_.get(), coordination_executor_.get(),
+      [store](int64_t ttl) -> absl::StatusOr<int64_t> { return GrantSessionLease(store, ttl); }});
+  lock_ = std::make_unique<LockService>(state_, coordinator_.get());
+  election_ = std::make_unique<ElectionService>(state_, coordinator_.get());
+  builder.RegisterService(lock_.get());
+  builder.RegisterService(election_.get());
   builder.RegisterService(pipeline_.get());
   builder.RegisterService(admin_.get());
   for (int i = 0; i < config.workers; ++i) queues_.push_back(builder.AddCompletionQueue());
@@ -134,6 +153,8 @@ void RpcServer::Shutdown(std::chrono::milliseconds grace) {
   for (auto& q : queues_) q->Shutdown();
   for (auto& w : workers_) w.join();
   workers_.clear();
+  // Every Lock and Election call has ended (their cancellations ran on the coordination thread).
+  if (coordination_executor_ != nullptr) coordination_executor_->Stop();
   if (watch_ != nullptr) watch_->Stop();  // every stream has ended (Shutdown waits for them)
 }
 

@@ -13,8 +13,12 @@
 
 #include "absl/status/status.h"
 #include "revkv/v1/kv.grpc.pb.h"
+#include "server/coord/coordinator.h"
+#include "server/coord/hub_event_source.h"
+#include "server/coord/runtime_executor.h"
 #include "server/rpc/admin_service.h"
 #include "server/rpc/call.h"
+#include "server/rpc/coordination_service.h"
 #include "server/rpc/kv_service.h"
 #include "server/rpc/server_state.h"
 #include "server/rpc/watch_service.h"
@@ -50,6 +54,12 @@ class RpcServer {
   std::unique_ptr<::revkv::v1::KV::AsyncService> pipeline_;
   std::unique_ptr<AdminService> admin_;
   std::unique_ptr<WatchService> watch_;  // on gRPC's callback API, beside the completion-queue services
+  // Lock and Election (callback API): the recipes' store calls run on the coordination thread.
+  std::unique_ptr<RuntimeExecutor> coordination_executor_;
+  std::unique_ptr<HubEventSource> coordination_events_;
+  std::unique_ptr<Coordinator> coordinator_;
+  std::unique_ptr<LockService> lock_;
+  std::unique_ptr<ElectionService> election_;
   std::vector<std::unique_ptr<grpc::ServerCompletionQueue>> queues_;
   std::unique_ptr<grpc::Server> server_;
   std::vector<std::thread> workers_;
