@@ -46,9 +46,9 @@ void EventLog::Publish(int64_t revision, std::vector<WatchEvent> events) {
       ready_.push_back(std::move(it->second));
       ++contiguous;
     }
-    // Release: a reader that loads the new prefix (acquire) and then locks mu_ finds the batches; the
-    // lock orders them anyway, the release makes the lock-free load a safe upper bound for Read.
-    contiguous_.store(contiguous, std::memory_order_release);
+    // seq_cst: see contiguous(). (Release alone would make the lock-free load a safe upper bound for
+    // Read; the store-load order with the watch hub's watcher count needs seq_cst on both sides.)
+    contiguous_.store(contiguous, std::memory_order_seq_cst);
     moved = true;
   }
   if (moved && listener_) listener_();

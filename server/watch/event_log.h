@@ -72,8 +72,10 @@ class EventLog {
 
   // The contiguous prefix (every revision up to it is readable, or trimmed).
   int64_t contiguous() const {
-    // Acquire: pairs with Publish's release store, made after the batch was added under the lock.
-    return contiguous_.load(std::memory_order_acquire);
+    // seq_cst (acquire would order the batches): the watch hub relies on a store-load order between a
+    // publisher (stores the prefix, then loads the hub's watcher count) and the first watcher's creation
+    // (stores the count, then loads the prefix), so that one of the two sees the other.
+    return contiguous_.load(std::memory_order_seq_cst);
   }
   // The oldest revision whose events the log holds (contiguous() + 1 when it holds none).
   int64_t first() const {

@@ -87,14 +87,18 @@ size_t WatchStream::queued() const {
 
 WatchHub::WatchHub(HubSource source, HubOptions options)
     : source_(std::move(source)), options_(options), dispatched_(source_.log->contiguous()) {
+  // Nothing is held until the first watcher comes (Create).
   dispatched_ = std::min(dispatched_, source_.visible_revision());
-  source_.log->SetHold(dispatched_ + 1);
 }
 
 WatchHub::~WatchHub() { Stop(); }
 
 void WatchHub::Start() {
-  source_.log->SetListener([this] { Wake(); });
+  source_.log->SetListener([this] {
+    // seq_cst: pairs with the store in Create (see EventLog::contiguous()): if this load misses the
+    // first watcher, that watcher's creation sees this publication and wakes the dispatcher itself.
+    if (live_watchers_.load(std::memory_order_seq_cst) > 0) Wake();
+  });
   thread_ = std::thread([this] { Run(); });
 }
 
@@ -157,6 +161,11 @@ void WatchHub::Remove(WatchStream::Watcher* w) {
   synced_.erase(w);
   unsynced_.erase(w);
   w->stream->watchers_.erase(w->id);  // deletes w
+  // seq_cst like the increment in Create; relaxed would do for the decrement (a stale non-zero count
+  // costs one needless wake-up), but one order for the variable reads more simply.
+  if (live_watchers_.fetch_sub(1, std::memory_order_seq_cst) == 1) {
+    source_.log->SetHold(0);  // nobody watches: the history follows the store's window alone
+  }
 }
 
 void WatchHub::Create(WatchStream* stream, const etcdserverpb::WatchCreateRequest& request) {
@@ -194,6 +203,15 @@ void WatchHub::Create(WatchStream* stream, const etcdserverpb::WatchCreateReques
     stream->Push(std::move(one), /*force=*/true);
     return;
   }
+  if (live_watchers_.load(std::memory_order_relaxed) == 0) {  // relaxed: written under mu_ only
+    // The first watcher: the dispatcher was idle. Dispatching restarts at what is durable now (nobody
+    // was owed the revisions before it), and the history is held from there on.
+    dispatched_ = std::max(dispatched_, std::min(source_.log->contiguous(), source_.visible_revision()));
+    dispatched_ = std::max(dispatched_, source_.log->first() - 1);
+    source_.log->SetHold(dispatched_ + 1);
+  }
+  // seq_cst: see the listener in Start.
+  live_watchers_.fetch_add(1, std::memory_order_seq_cst);
   auto watcher = std::make_unique<WatchStream::Watcher>();
   WatchStream::Watcher* w = watcher.get();
   w->stream = stream;
@@ -219,8 +237,8 @@ void WatchHub::Create(WatchStream* stream, const etcdserverpb::WatchCreateReques
     synced_.insert(w);
   } else {
     unsynced_.insert(w);
-    Wake();
   }
+  Wake();  // revisions published while nobody watched woke nobody
 }
 
 void WatchHub::Cancel(WatchStream* stream, int64_t watch_id) {
@@ -291,6 +309,8 @@ void WatchHub::Pass() {
   int64_t durable_revision = 0;
   {
     std::lock_guard<std::mutex> lock(mu_);
+    // Nobody watches: nothing to deliver and nothing to hold (the first watcher restarts dispatching).
+    if (live_watchers_.load(std::memory_order_relaxed) == 0) return;  // relaxed: written under mu_ only
     const int64_t contiguous = source_.log->contiguous();
 #ifdef REVKV_MUTATION_WATCH_IGNORE_DURABLE  // mutation switch: deliver revisions before they are durable
     const int64_t target = contiguous;

@@ -21,6 +21,7 @@
 // heap: any thread may call in.
 #pragma once
 
+#include <atomic>
 #include <chrono>
 #include <condition_variable>
 #include <cstdint>
@@ -167,6 +168,9 @@ class WatchHub {
   std::set<WatchStream::Watcher*> unsynced_;                      // under mu_
   int64_t dispatched_;                                            // under mu_
   int64_t durable_wait_ = 0;  // under mu_: the revision a durability wake-up was asked for
+  // Watchers in all streams; written under mu_, read by publishers without it (the log's listener wakes
+  // the dispatcher only when there is a watcher, so a write costs no thread wake-up when nobody watches).
+  std::atomic<size_t> live_watchers_{0};
 
   std::mutex wake_mu_;  // leaf: guards wake_ and stop_ for the condition variable
   std::condition_variable wake_cv_;

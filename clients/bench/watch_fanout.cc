@@ -1,0 +1,259 @@
+// revkv-watch-bench: watch fan-out against etcd's v3 API (revkv or etcd), in alternating rounds.
+//
+//   revkv-watch-bench --compare 127.0.0.1:2379 127.0.0.1:22379 --watchers 1000 --writers 8 --rounds 3
+//   revkv-watch-bench --endpoints 127.0.0.1:2379 --idle-watchers 10000 --server-pid 1234
+//
+// A round: `--watchers` watchers on one prefix, spread over `--streams` Watch streams (each on its own
+// connection, read by its own thread), all created before the writers start; `--writers` threads then
+// put keys under the prefix as fast as the server answers (or at `--rate` puts/s in all) for `--duration`,
+// each value carrying the client's send time; every watcher receives every put. Figures: puts/s, events
+// delivered/s (all watchers), and the delivery latency (send of the Put to receipt of its event, per watcher)
+// p50/p99. With --compare, rounds alternate A B, B A, ... and the medians per endpoint are printed.
+//
+// --idle-watchers: creates that many watchers (on one key nobody writes) and prints the growth of the
+// server process's resident memory (read from /proc/<server-pid>/status) per watcher.
+#include <grpcpp/grpcpp.h>
+
+#include <CLI/CLI.hpp>
+#include <algorithm>
+#include <atomic>
+#include <chrono>
+#include <cstdio>
+#include <fstream>
+#include <mutex>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include "clients/bench/histogram.h"
+#include "etcdserverpb/rpc.grpc.pb.h"
+
+namespace {
+
+using etcdserverpb::WatchRequest;
+using etcdserverpb::WatchResponse;
+using revkv::client::LatencyHistogram;
+using Clock = std::chrono::steady_clock;
+
+struct Options {
+  std::string endpoints = "127.0.0.1:2379";
+  std::vector<std::string> compare;
+  int rounds = 3;
+  int watchers = 1000;
+  int streams = 10;
+  int writers = 8;
+  int value_size = 100;
+  double duration = 10;
+  double rate = 0;  // total puts per second, paced; 0: as fast as the server answers
+  int idle_watchers = 0;
+  int server_pid = 0;
+};
+
+struct RoundResult {
+  double puts_per_second = 0;
+  double events_per_second = 0;
+  uint64_t p50_us = 0;
+  uint64_t p99_us = 0;
+  uint64_t missing = 0;  // events not received within 10 s after the writers stopped
+};
+
+std::shared_ptr<grpc::Channel> Channel(const std::string& endpoint, int id) {
+  grpc::ChannelArguments args;
+  args.SetInt("revkv.watch_bench.channel", id);  // a connection of its own
+  args.SetInt(GRPC_ARG_USE_LOCAL_SUBCHANNEL_POOL, 1);
+  args.SetMaxReceiveMessageSize(-1);
+  return grpc::CreateCustomChannel(endpoint, grpc::InsecureChannelCredentials(), args);
+}
+
+int64_t NowNanos() {
+  return std::chrono::duration_cast<std::chrono::nanoseconds>(Clock::now().time_since_epoch()).count();
+}
+
+// One stream with its watchers, read by one thread.
+class Stream {
+ public:
+  Stream(const std::string& endpoint, int id, int watchers, const std::string& key, const std::string& end)
+      : stub_(etcdserverpb::Watch::NewStub(Channel(endpoint, id))) {
+    rw_ = stub_->Watch(&context_);
+    for (int i = 0; i < watchers; ++i) {
+      WatchRequest r;
+      r.mutable_create_request()->set_key(key);
+      r.mutable_create_request()->set_range_end(end);
+      rw_->Write(r);
+    }
+    WatchResponse resp;
+    for (int created = 0; created < watchers && rw_->Read(&resp);) {
+      if (resp.created()) ++created;
+    }
+  }
+  void Start() {
+    thread_ = std::thread([this] {
+      WatchResponse r;
+      while (rw_->Read(&r)) {
+        const int64_t now = NowNanos();
+        for (const auto& e : r.events()) {
+          const int64_t sent = std::strtoll(e.kv().value().c_str(), nullptr, 10);
+          histogram_.Record(static_cast<uint64_t>(std::max<int64_t>(0, now - sent) / 1000));
+        }
+        events_.fetch_add(static_cast<uint64_t>(r.events_size()), std::memory_order_relaxed);
+      }
+    });
+  }
+  void Stop() {
+    context_.TryCancel();
+    if (thread_.joinable()) thread_.join();
+  }
+  uint64_t events() const { return events_.load(std::memory_order_relaxed); }
+  const LatencyHistogram& histogram() const { return histogram_; }  // after Stop
+
+ private:
+  std::unique_ptr<etcdserverpb::Watch::Stub> stub_;
+  grpc::ClientContext context_;
+  std::unique_ptr<grpc::ClientReaderWriter<WatchRequest, WatchResponse>> rw_;
+  std::thread thread_;
+  std::atomic<uint64_t> events_{0};
+  LatencyHistogram histogram_;
+};
+
+RoundResult Round(const Options& o, const std::string& endpoint, int round) {
+  const std::string prefix = "fanout/" + std::to_string(round) + "/";
+  std::string end = prefix;
+  end.back() = static_cast<char>(end.back() + 1);
+  std::vector<std::unique_ptr<Stream>> streams;
+  for (int s = 0; s < o.streams; ++s) {
+    const int n = o.watchers / o.streams + (s < o.watchers % o.streams ? 1 : 0);
+    streams.push_back(std::make_unique<Stream>(endpoint, 100 + s, n, prefix, end));
+  }
+  for (auto& s : streams) s->Start();
+  std::atomic<bool> stop{false};
+  std::atomic<uint64_t> puts{0};
+  std::vector<std::thread> writers;
+  const auto start = Clock::now();
+  for (int w = 0; w < o.writers; ++w) {
+    writers.emplace_back([&, w] {
+      auto kv = etcdserverpb::KV::NewStub(Channel(endpoint, w));
+      const auto interval = std::chrono::duration<double>(o.rate > 0 ? o.writers / o.rate : 0);
+      auto next = Clock::now();
+      for (uint64_t i = 0; !stop.load(std::memory_order_relaxed); ++i) {
+        if (o.rate > 0) {
+          next += std::chrono::duration_cast<Clock::duration>(interval);
+          std::this_thread::sleep_until(next);
+        }
+        etcdserverpb::PutRequest p;
+        p.set_key(prefix + std::to_string(w) + "/" + std::to_string(i % 100));
+        std::string value = std::to_string(NowNanos());
+        value.resize(std::max<size_t>(value.size(), static_cast<size_t>(o.value_size)), ' ');
+        p.set_value(value);
+        grpc::ClientContext c;
+        c.set_deadline(std::chrono::system_clock::now() + std::chrono::seconds(10));
+        etcdserverpb::PutResponse resp;
+        if (!kv->Put(&c, p, &resp).ok()) continue;
+        puts.fetch_add(1, std::memory_order_relaxed);
+      }
+    });
+  }
+  std::this_thread::sleep_for(std::chrono::duration<double>(o.duration));
+  stop = true;
+  for (auto& t : writers) t.join();
+  const double seconds = std::chrono::duration<double>(Clock::now() - start).count();
+  const uint64_t expected = puts.load() * static_cast<uint64_t>(o.watchers);
+  auto delivered = [&] {
+    uint64_t n = 0;
+    for (auto& s : streams) n += s->events();
+    return n;
+  };
+  const auto drain_deadline = Clock::now() + std::chrono::seconds(10);
+  while (delivered() < expected && Clock::now() < drain_deadline)
+    std::this_thread::sleep_for(std::chrono::milliseconds(10));
+  const double delivery_seconds = std::chrono::duration<double>(Clock::now() - start).count();
+  const uint64_t got = delivered();
+  LatencyHistogram all;
+  for (auto& s : streams) {
+    s->Stop();
+    all.Merge(s->histogram());
+  }
+  RoundResult r;
+  r.puts_per_second = static_cast<double>(puts.load()) / seconds;
+  r.events_per_second = static_cast<double>(got) / std::max(seconds, delivery_seconds);
+  r.p50_us = all.ValueAtPercentile(50);
+  r.p99_us = all.ValueAtPercentile(99);
+  r.missing = got >= expected ? 0 : expected - got;
+  return r;
+}
+
+uint64_t ResidentBytes(int pid) {
+  std::ifstream in("/proc/" + std::to_string(pid) + "/status");
+  std::string line;
+  while (std::getline(in, line)) {
+    if (line.rfind("VmRSS:", 0) == 0) return std::strtoull(line.c_str() + 6, nullptr, 10) * 1024;
+  }
+  return 0;
+}
+
+int IdleWatchers(const Options& o) {
+  const uint64_t before = ResidentBytes(o.server_pid);
+  std::vector<std::unique_ptr<Stream>> streams;
+  for (int s = 0; s < o.streams; ++s) {
+    const int n = o.idle_watchers / o.streams + (s < o.idle_watchers % o.streams ? 1 : 0);
+    streams.push_back(std::make_unique<Stream>(o.endpoints, 100 + s, n, "idle-watch-key", ""));
+  }
+  std::this_thread::sleep_for(std::chrono::seconds(1));
+  const uint64_t after = ResidentBytes(o.server_pid);
+  std::printf("%d idle watchers on %d streams: server RSS %.1f MiB -> %.1f MiB, %.0f bytes per watcher\n",
+              o.idle_watchers, o.streams, before / 1048576.0, after / 1048576.0,
+              (static_cast<double>(after) - static_cast<double>(before)) / o.idle_watchers);
+  for (auto& s : streams) s->Stop();
+  return 0;
+}
+
+void Print(const char* label, const std::string& endpoint, int round, const RoundResult& r) {
+  std::printf("%s %-22s round %d: %8.0f puts/s %10.0f events/s  latency p50 %6.2f ms p99 %7.2f ms%s\n", label,
+              endpoint.c_str(), round, r.puts_per_second, r.events_per_second, r.p50_us / 1000.0,
+              r.p99_us / 1000.0, r.missing > 0 ? "  (events missing!)" : "");
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  Options o;
+  CLI::App app("revkv-watch-bench: watch fan-out (events delivered/s, delivery latency) for etcd's v3 API");
+  app.add_option("--endpoints", o.endpoints, "the endpoint (host:port)");
+  app.add_option("--compare", o.compare, "two endpoints, measured in alternating rounds")->expected(2);
+  app.add_option("--rounds", o.rounds, "rounds per endpoint with --compare");
+  app.add_option("--watchers", o.watchers, "watchers on the prefix");
+  app.add_option("--streams", o.streams,
+                 "Watch streams (each its own connection) the watchers are spread over");
+  app.add_option("--writers", o.writers, "writer threads, each with its own connection");
+  app.add_option("--value-size", o.value_size, "bytes per value");
+  app.add_option("--duration", o.duration, "seconds of writing per round");
+  app.add_option("--rate", o.rate, "total puts per second, paced (0: as fast as the server answers)");
+  app.add_option("--idle-watchers", o.idle_watchers, "measure server memory per idle watcher instead");
+  app.add_option("--server-pid", o.server_pid, "the server's process id (for --idle-watchers)");
+  CLI11_PARSE(app, argc, argv);
+  if (o.idle_watchers > 0) return IdleWatchers(o);
+  std::vector<std::string> targets = o.compare.empty() ? std::vector<std::string>{o.endpoints} : o.compare;
+  std::vector<std::vector<RoundResult>> results(targets.size());
+  const int rounds = o.compare.empty() ? 1 : o.rounds;
+  for (int round = 0; round < rounds; ++round) {
+    for (size_t k = 0; k < targets.size(); ++k) {
+      const size_t t = round % 2 == 0 ? k : targets.size() - 1 - k;  // A B, B A, ...
+      RoundResult r = Round(o, targets[t], round);
+      Print(t == 0 ? "A" : "B", targets[t], round, r);
+      results[t].push_back(r);
+    }
+  }
+  for (size_t t = 0; t < targets.size(); ++t) {
+    auto median = [&](auto field) {
+      std::vector<double> v;
+      for (const auto& r : results[t]) v.push_back(static_cast<double>(field(r)));
+      std::sort(v.begin(), v.end());
+      return v[v.size() / 2];
+    };
+    std::printf("median %s %-22s: %8.0f puts/s %10.0f events/s  latency p50 %6.2f ms p99 %7.2f ms\n",
+                t == 0 ? "A" : "B", targets[t].c_str(), median([](auto& r) { return r.puts_per_second; }),
+                median([](auto& r) { return r.events_per_second; }),
+                median([](auto& r) { return r.p50_us; }) / 1000.0,
+                median([](auto& r) { return r.p99_us; }) / 1000.0);
+  }
+  return 0;
+}
