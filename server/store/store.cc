@@ -5,6 +5,7 @@
 #include <cstdlib>
 #include <limits>
 #include <optional>
+#include <random>
 
 #include "absl/strings/str_cat.h"
 #include "runtime/safepoint/safepoint.h"
@@ -31,6 +32,8 @@ namespace {
 constexpr char kRecordPut = 'P';
 constexpr char kRecordDeleteRange = 'D';
 constexpr char kRecordTxn = 'T';
+constexpr char kRecordLeaseGrant = 'G';   // a LeaseGrantRequest with the ID and TTL as granted
+constexpr char kRecordLeaseRevoke = 'R';  // a LeaseRevokeRequest (by a client or by expiry)
 
 std::atomic<bool> g_store_exists{false};
 
@@ -54,6 +57,15 @@ absl::Status Apply(Applier<Tx>& a, const etcdserverpb::TxnRequest& r, etcdserver
   absl::Status s = a.Txn(r, path, &at, out);
   out->mutable_header()->set_revision(a.NowRevision());
   return s;
+}
+
+absl::Status Apply(Applier<Tx>& a, const etcdserverpb::LeaseGrantRequest& r,
+                   etcdserverpb::LeaseGrantResponse* out) {
+  return a.LeaseGrant(r, out);
+}
+absl::Status Apply(Applier<Tx>& a, const etcdserverpb::LeaseRevokeRequest& r,
+                   etcdserverpb::LeaseRevokeResponse* out) {
+  return a.LeaseRevoke(r, out);
 }
 
 }  // namespace
@@ -86,6 +98,12 @@ void PatchKv(mvccpb::KeyValue* kv, int64_t pending, int64_t current) {
 }
 }  // namespace
 
+void PatchRevisions(etcdserverpb::LeaseGrantResponse* r, int64_t pending, int64_t current) {
+  PatchHeader(r->mutable_header(), pending, current);
+}
+void PatchRevisions(etcdserverpb::LeaseRevokeResponse* r, int64_t pending, int64_t current) {
+  PatchHeader(r->mutable_header(), pending, current);
+}
 void PatchRevisions(etcdserverpb::RangeResponse* r, int64_t pending, int64_t current) {
   PatchHeader(r->mutable_header(), pending, current);
   for (auto& kv : *r->mutable_kvs()) PatchKv(&kv, pending, current);
@@ -140,9 +158,12 @@ absl::StatusOr<std::unique_ptr<Store>> Store::Create(const StoreOptions& options
   std::unique_ptr<Store> s(new Store(options, wal));
   absl::Status created = runtime::stm::Atomically([&](Tx& tx) {
     auto root = store::NewTree(tx);
+    store::NewLeaseTrees(tx, root);
     tx.PublishAtCommit(s->root_, Ref<store::StoreRoot>(root));
   });
   if (!created.ok()) return created;
+  s->next_lease_id_.store(std::random_device{}() | (uint64_t{std::random_device{}()} << 32),
+                          std::memory_order_relaxed);
   s->time_base_ = runtime::stm::LastCommittedTime();
   s->UpdateRetention();
   return s;
@@ -416,6 +437,72 @@ void Store::ReadPastRanges(const etcdserverpb::TxnRequest& request, bool capped,
   }
 }
 
+// ----- leases
+// -----------------------------------------------------------------------------------------------
+
+absl::StatusOr<WriteResult<etcdserverpb::LeaseGrantResponse>> Store::LeaseGrant(
+    const etcdserverpb::LeaseGrantRequest& request) {
+  // etcd's lessor.Grant: too large a TTL is refused, too small a one raised to the minimum.
+  if (request.ttl() > kMaxLeaseTtl) return errors::LeaseTtlTooLarge();
+  etcdserverpb::LeaseGrantRequest granted = request;
+  granted.set_ttl(std::max(request.ttl(), kMinLeaseTtl));
+  const bool choose = request.id() == 0;
+  for (;;) {
+    if (choose) {
+      // etcd: a positive ID from its request ID generator; here a counter from a random start. Relaxed:
+      // only uniqueness matters, and a collision with a granted lease is retried below.
+      granted.set_id(static_cast<int64_t>(next_lease_id_.fetch_add(1, std::memory_order_relaxed) &
+                                          ((uint64_t{1} << 63) - 1)));
+      if (granted.id() == 0) continue;
+    }
+    auto result = Write<etcdserverpb::LeaseGrantRequest, etcdserverpb::LeaseGrantResponse>(
+        granted, kRecordLeaseGrant, 0);
+    if (choose && !result.ok() && result.status() == errors::LeaseExists()) continue;
+    return result;
+  }
+}
+
+absl::StatusOr<WriteResult<etcdserverpb::LeaseRevokeResponse>> Store::LeaseRevoke(
+    const etcdserverpb::LeaseRevokeRequest& request) {
+  return Write<etcdserverpb::LeaseRevokeRequest, etcdserverpb::LeaseRevokeResponse>(request,
+                                                                                    kRecordLeaseRevoke, 0);
+}
+
+uint64_t Store::VisibleTime() const {
+  const int64_t cap = ReadCap();
+  return cap > 0 ? TimeOf(std::min(CommittedRevision(), cap)) : 0;
+}
+
+absl::StatusOr<LeaseState> Store::LeaseAt(int64_t id, bool with_keys, bool newest) {
+  LeaseState state;
+  absl::Status s = runtime::stm::ReadOnlyAt(newest ? 0 : VisibleTime(), [&](SnapshotTx& tx) {
+    state.keys.clear();
+    state.id = id;
+    state.granted_ttl = store::LeaseTtl(tx, RootRef(), id);
+    if (state.granted_ttl != 0 && with_keys) state.keys = store::AttachedKeys(tx, RootRef(), id);
+    state.revision = static_cast<int64_t>((tx.snapshot_time() - time_base_) / 2) + 1;
+  });
+  if (!s.ok()) return s;
+  if (state.granted_ttl == 0) return errors::LeaseNotFound();
+  return state;
+}
+
+absl::StatusOr<std::vector<LeaseState>> Store::Leases(bool newest, int64_t* revision) {
+  std::vector<LeaseState> leases;
+  absl::Status s = runtime::stm::ReadOnlyAt(newest ? 0 : VisibleTime(), [&](SnapshotTx& tx) {
+    leases.clear();
+    size_t seen = 0;
+    store::ForEachLease(tx, RootRef(), [&](int64_t id, int64_t ttl) {
+      leases.push_back(LeaseState{id, ttl, {}, 0});
+      if (++seen % 4096 == 0) tx.Poll();
+      return true;
+    });
+    if (revision != nullptr) *revision = static_cast<int64_t>((tx.snapshot_time() - time_base_) / 2) + 1;
+  });
+  if (!s.ok()) return s;
+  return leases;
+}
+
 absl::StatusOr<etcdserverpb::CompactionResponse> Store::Compact(
     const etcdserverpb::CompactionRequest& request) {
   // One compaction at a time: its log write, then its effect. Waiting for the lock (another Compact may
@@ -593,6 +680,24 @@ absl::Status Store::Replay(int64_t revision, std::string_view payload) {
       if (!r.ParseFromArray(body.data(), static_cast<int>(body.size())))
         return absl::DataLossError("bad txn record");
       s = Write<etcdserverpb::TxnRequest, etcdserverpb::TxnResponse>(r, kRecordTxn, revision).status();
+      break;
+    }
+    case kRecordLeaseGrant: {
+      etcdserverpb::LeaseGrantRequest r;
+      if (!r.ParseFromArray(body.data(), static_cast<int>(body.size())))
+        return absl::DataLossError("bad lease grant record");
+      s = Write<etcdserverpb::LeaseGrantRequest, etcdserverpb::LeaseGrantResponse>(r, kRecordLeaseGrant,
+                                                                                   revision)
+              .status();
+      break;
+    }
+    case kRecordLeaseRevoke: {
+      etcdserverpb::LeaseRevokeRequest r;
+      if (!r.ParseFromArray(body.data(), static_cast<int>(body.size())))
+        return absl::DataLossError("bad lease revoke record");
+      s = Write<etcdserverpb::LeaseRevokeRequest, etcdserverpb::LeaseRevokeResponse>(r, kRecordLeaseRevoke,
+                                                                                     revision)
+              .status();
       break;
     }
     default:

@@ -96,6 +96,20 @@ struct StoredKeyValue {
   int64_t lease;
 };
 
+// A lease as the store holds it: its ID, granted TTL (seconds) and, if asked for, its keys in key order.
+// Remaining TTLs are the lessor's (server/lease).
+struct LeaseState {
+  int64_t id = 0;
+  int64_t granted_ttl = 0;
+  std::vector<std::string> keys;
+  int64_t revision = 0;  // the revision of the state read
+};
+
+// etcd 3.4's lease TTL limits: lease.MaxLeaseTTL, and the minimum its server derives from the default
+// election timeout (3/2 of 10 ticks of 100 ms, rounded up to whole seconds). Shorter TTLs are raised.
+inline constexpr int64_t kMaxLeaseTtl = 9000000000;
+inline constexpr int64_t kMinLeaseTtl = 2;
+
 class Store {
  public:
   // Creates an empty store (revision 1). `wal` may be null (nothing is logged); it must outlive the
@@ -111,6 +125,24 @@ class Store {
   absl::StatusOr<WriteResult<etcdserverpb::TxnResponse>> Txn(const etcdserverpb::TxnRequest& request,
                                                              TxnReads reads = TxnReads::kDurable);
   absl::StatusOr<etcdserverpb::CompactionResponse> Compact(const etcdserverpb::CompactionRequest& request);
+
+  // ----- leases (etcd's Lease API; expiry and keep-alive are the lessor's, server/lease) -----
+  // Grants a lease: the request's ID, or one chosen here (positive, unused) if it is 0; the TTL checked
+  // as etcd's lessor.Grant ("too large lease TTL", OutOfRange) and raised to kMinLeaseTtl. Logged (the
+  // record holds the ID and TTL granted) and committed as one revision that changes no key. "lease
+  // already exists" (FailedPrecondition) for a granted ID.
+  absl::StatusOr<WriteResult<etcdserverpb::LeaseGrantResponse>> LeaseGrant(
+      const etcdserverpb::LeaseGrantRequest& request);
+  // Revokes a lease: deletes every key attached to it and the lease, in one logged revision.
+  // "requested lease not found" (NotFound) for an unknown lease.
+  absl::StatusOr<WriteResult<etcdserverpb::LeaseRevokeResponse>> LeaseRevoke(
+      const etcdserverpb::LeaseRevokeRequest& request);
+  // The lease `id` (with its keys if `with_keys`) at the visible revision, or at the newest commit if
+  // `newest` (recovery, the lessor). NotFound ("requested lease not found") if it is not granted there.
+  absl::StatusOr<LeaseState> LeaseAt(int64_t id, bool with_keys, bool newest = false);
+  // Every lease (without keys), in ID order, at the visible revision or the newest commit; the
+  // revision read in *revision if set.
+  absl::StatusOr<std::vector<LeaseState>> Leases(bool newest = false, int64_t* revision = nullptr);
 
   // Blocks (in a safe region) until the write's log record is durable: OK, or the error a client gets
   // for it (errors::LogFailure: etcd's "database space exceeded" for a full disk, Unavailable otherwise).
@@ -178,6 +210,8 @@ class Store {
   void ReadPastRanges(const etcdserverpb::TxnRequest& request, bool capped, store::PastRanges* past);
   // The record to wait for before answering from the state at `read_revision`: 0 if it is durable.
   WalLsn LsnToWaitFor(int64_t read_revision) const;
+  // The runtime time of the visible revision (0: the newest, when reads are not capped).
+  uint64_t VisibleTime() const;
   // The newest committed revision; the revision client reads are capped at: the log's durable
   // revision (0: no cap, the store has no log); and the cap of Revision(): the durable revision once
   // the log has failed (0 while it works).
@@ -211,6 +245,7 @@ class Store {
   std::mutex compact_mu_;                                // serializes Compact (its log write and its effect)
   std::atomic<int64_t> compact_revision_{-1};  // as etcd: nothing compacted yet (Compact 0 succeeds)
   std::atomic<int64_t> key_count_{0};
+  std::atomic<uint64_t> next_lease_id_{1};  // the next server-chosen lease ID (before masking)
 };
 
 }  // namespace revkv::server
