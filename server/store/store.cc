@@ -12,6 +12,7 @@
 #include "runtime/stm/stm.h"
 #include "server/store/apply.h"
 #include "server/store/errors.h"
+#include "server/store/lease_table.h"
 #include "server/store/request_checks.h"
 #include "server/store/tree.h"
 
@@ -549,7 +550,8 @@ absl::Status Store::WaitDurable(uint64_t lsn) {
 }
 
 absl::Status Store::ForEachAt(int64_t revision, const std::function<void(const StoredKeyValue&)>& visit,
-                              int64_t* snapshot_revision) {
+                              int64_t* snapshot_revision,
+                              const std::function<void(int64_t id, int64_t ttl)>* visit_lease) {
   const int64_t current = Revision();
   if (revision > current) return errors::FutureRevision();
   if (revision > 0 && (revision < CompactRevision() || revision < LoadFloor())) return errors::Compacted();
@@ -566,6 +568,14 @@ absl::Status Store::ForEachAt(int64_t revision, const std::function<void(const S
           visit(StoredKeyValue{r.key, r.value, r.create_revision, r.mod_revision, r.version, r.lease});
           return true;
         });
+    if (visit_lease != nullptr) {
+      size_t seen = 0;
+      store::ForEachLease(tx, RootRef(), [&](int64_t id, int64_t ttl) {
+        (*visit_lease)(id, ttl);
+        if (++seen % 4096 == 0) tx.Poll();
+        return true;
+      });
+    }
   });
   if (absl::IsFailedPrecondition(s)) return errors::Compacted();
   return s;
@@ -609,12 +619,31 @@ absl::Status Store::LoadEntries(const std::vector<StoredKeyValue>& batch, int64_
       e->version = item.version;
       e->lease = item.lease;
       store::Insert(tx, root, item.key, key, Ref<store::Entry>(e));
+      if (item.lease != 0) store::Attach(tx, root, item.lease, item.key);
     }
   });
   if (!s.ok()) return s;
   if (!batch.empty()) load_last_key_ = batch.back().key;
   load_count_ += batch.size();
   key_count_.fetch_add(static_cast<int64_t>(batch.size()), std::memory_order_relaxed);
+  return absl::OkStatus();
+}
+
+absl::Status Store::LoadLeases(const std::vector<std::pair<int64_t, int64_t>>& batch) {
+  std::optional<int64_t> last = load_last_lease_;
+  for (const auto& [id, ttl] : batch) {
+    if (id == 0 || ttl < 1 || ttl > kMaxLeaseTtl || (last.has_value() && id <= *last)) {
+      return absl::DataLossError(absl::StrCat("checkpoint lease ", id, " with TTL ", ttl,
+                                              " (IDs must ascend, not be 0, and TTLs be in 1..", kMaxLeaseTtl,
+                                              ")"));
+    }
+    last = id;
+  }
+  absl::Status s = runtime::stm::Atomically([&](Tx& tx) {
+    for (const auto& [id, ttl] : batch) store::InsertLease(tx, RootRef(), id, ttl);
+  });
+  if (!s.ok()) return s;
+  load_last_lease_ = last;
   return absl::OkStatus();
 }
 

@@ -33,6 +33,7 @@
 #include <limits>
 #include <memory>
 #include <mutex>
+#include <optional>
 #include <string>
 #include <string_view>
 #include <vector>
@@ -173,9 +174,11 @@ class Store {
 
   // ----- durability -----
   // Visits every key-value of the state at `revision` (0: newest), in key order, from one snapshot
-  // (writers keep going). Fails like Range at a past revision.
+  // (writers keep going), then, if `visit_lease` is set, every lease (ID, granted TTL) of the same
+  // state in ID order. Fails like Range at a past revision.
   absl::Status ForEachAt(int64_t revision, const std::function<void(const StoredKeyValue&)>& visit,
-                         int64_t* snapshot_revision);
+                         int64_t* snapshot_revision,
+                         const std::function<void(int64_t id, int64_t ttl)>* visit_lease = nullptr);
   // Recovery from a checkpoint of `revision`, before any other request: LoadEntries inserts a batch of
   // key-values in one transaction; they must come in strictly ascending key order across all batches,
   // with 1 <= create_revision <= mod_revision <= revision and version >= 1, else DataLoss naming the
@@ -183,6 +186,10 @@ class Store {
   // FinishLoad then makes `revision` the current revision and the oldest readable one, and restores
   // `compact_revision` (<= revision; 0: nothing compacted).
   absl::Status LoadEntries(const std::vector<StoredKeyValue>& batch, int64_t revision);
+  // Recovery from a checkpoint, after its entries and before FinishLoad: a batch of leases (ID, granted
+  // TTL), in strictly ascending ID order across batches, IDs not 0, TTLs in 1..kMaxLeaseTtl, else
+  // DataLoss (nothing of the batch is inserted). The keys loaded with a lease were attached to it.
+  absl::Status LoadLeases(const std::vector<std::pair<int64_t, int64_t>>& batch);
   absl::Status FinishLoad(int64_t revision, int64_t compact_revision);
   // Recovery, after the log is replayed: the compaction recorded by the compaction log. DataLoss if it
   // is past the current revision (the log lost records the compaction was acknowledged after).
@@ -241,6 +248,7 @@ class Store {
   std::atomic<int64_t> load_floor_{std::numeric_limits<int64_t>::min()};  // nothing loaded: no floor
   std::string load_last_key_;
   uint64_t load_count_ = 0;
+  std::optional<int64_t> load_last_lease_;               // the last lease ID loaded (IDs must ascend)
   std::function<absl::Status(int64_t)> compaction_log_;  // set before any request, then read-only
   std::mutex compact_mu_;                                // serializes Compact (its log write and its effect)
   std::atomic<int64_t> compact_revision_{-1};  // as etcd: nothing compacted yet (Compact 0 succeeds)
