@@ -56,7 +56,8 @@ absl::StatusOr<std::shared_ptr<grpc::ServerCredentials>> Credentials(const TlsCo
 RpcServer::RpcServer(ServerState* state)
     : state_(state),
       pipeline_(std::make_unique<::revkv::v1::KV::AsyncService>()),
-      admin_(std::make_unique<AdminService>(state)) {}
+      admin_(std::make_unique<AdminService>(state)),
+      lease_(std::make_unique<LeaseService>(state)) {}
 
 RpcServer::~RpcServer() { Shutdown(std::chrono::milliseconds(0)); }
 
@@ -80,6 +81,7 @@ absl::Status RpcServer::Start() {
   builder.RegisterService(&etcd_.cluster);
   builder.RegisterService(pipeline_.get());
   builder.RegisterService(admin_.get());
+  builder.RegisterService(lease_.get());  // async unary methods and a callback keep-alive stream
   for (int i = 0; i < config.workers; ++i) queues_.push_back(builder.AddCompletionQueue());
   server_ = builder.BuildAndStart();
   if (server_ == nullptr || port_ == 0) {
@@ -91,6 +93,7 @@ absl::Status RpcServer::Start() {
     grpc::ServerCompletionQueue* cq = queues_[static_cast<size_t>(i)].get();
     PostEtcdCalls(&etcd_, cq, state_);
     PostPipelineCall(pipeline_.get(), cq, state_);
+    PostLeaseCalls(lease_.get(), cq, state_);
     workers_.emplace_back([this, i, cq] { WorkerLoop(i, cq); });
   }
   return absl::OkStatus();

@@ -16,6 +16,7 @@
 #include "server/rpc/admin_service.h"
 #include "server/rpc/call.h"
 #include "server/rpc/kv_service.h"
+#include "server/rpc/lease_service.h"
 #include "server/rpc/server_state.h"
 
 namespace revkv::server {
@@ -48,6 +49,7 @@ class RpcServer {
   EtcdServices etcd_;
   std::unique_ptr<::revkv::v1::KV::AsyncService> pipeline_;
   std::unique_ptr<AdminService> admin_;
+  std::unique_ptr<LeaseService> lease_;
   std::vector<std::unique_ptr<grpc::ServerCompletionQueue>> queues_;
   std::unique_ptr<grpc::Server> server_;
   std::vector<std::thread> workers_;

@@ -12,8 +12,10 @@ namespace revkv::server {
 namespace {
 
 const std::vector<std::string>& Methods() {
-  static const std::vector<std::string> methods = {"Range",  "Put",   "DeleteRange", "Txn",     "Compact",
-                                                   "Status", "Alarm", "MemberList",  "Pipeline"};
+  static const std::vector<std::string> methods = {
+      "Range", "Put", "DeleteRange", "Txn", "Compact", "Status", "Alarm", "MemberList", "Pipeline",
+      // etcdserverpb.Lease's unary methods
+      "LeaseGrant", "LeaseRevoke", "LeaseTimeToLive", "LeaseLeases"};
   return methods;
 }
 
