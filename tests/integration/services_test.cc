@@ -1,6 +1,6 @@
 // The gRPC surface of a real revkv-server beyond the KV calls: grpc.health.v1.Health answers SERVING;
 // server reflection lists every service and describes etcd's and revkv's; etcd services revkv does
-// not implement (Watch, Lease, Auth), and methods of served services it does not implement, answer
+// not implement (Watch, Auth), and methods of served services it does not implement, answer
 // UNIMPLEMENTED at once.
 //
 // Reflection: Debian ships neither grpc_cli nor the C++ reflection client
@@ -132,13 +132,13 @@ TEST_F(Services, ReflectionListsEveryServedService) {
   ASSERT_TRUE(responses[0].has_list_services_response()) << responses[0].ShortDebugString();
   std::vector<std::string> names;
   for (const auto& s : responses[0].list_services_response().service()) names.push_back(s.name());
-  for (const char* expected :
-       {"etcdserverpb.KV", "etcdserverpb.Maintenance", "etcdserverpb.Cluster", "revkv.v1.KV",
-        "revkv.v1.Admin", "grpc.health.v1.Health", "grpc.reflection.v1alpha.ServerReflection"}) {
+  for (const char* expected : {"etcdserverpb.KV", "etcdserverpb.Maintenance", "etcdserverpb.Cluster",
+                               "etcdserverpb.Lease", "revkv.v1.KV", "revkv.v1.Admin", "grpc.health.v1.Health",
+                               "grpc.reflection.v1alpha.ServerReflection"}) {
     EXPECT_NE(std::find(names.begin(), names.end(), expected), names.end())
         << expected << " is not listed; listed: " << ::testing::PrintToString(names);
   }
-  for (const char* absent : {"etcdserverpb.Watch", "etcdserverpb.Lease", "etcdserverpb.Auth"}) {
+  for (const char* absent : {"etcdserverpb.Watch", "etcdserverpb.Auth"}) {
     EXPECT_EQ(std::find(names.begin(), names.end(), absent), names.end()) << absent << " is listed";
   }
 }
@@ -168,12 +168,9 @@ TEST_F(Services, ReflectionDescribesEtcdAndRevkvServices) {
 
 TEST_F(Services, UnimplementedEtcdServicesAnswerUnimplemented) {
   const std::vector<std::string> methods = {
-      "/etcdserverpb.Lease/LeaseGrant",     "/etcdserverpb.Lease/LeaseRevoke",
-      "/etcdserverpb.Lease/LeaseKeepAlive", "/etcdserverpb.Lease/LeaseTimeToLive",
-      "/etcdserverpb.Lease/LeaseLeases",    "/etcdserverpb.Watch/Watch",
-      "/etcdserverpb.Auth/Authenticate",    "/etcdserverpb.Auth/AuthEnable",
-      "/etcdserverpb.Auth/UserAdd",         "/etcdserverpb.Auth/RoleList",
-      "/etcdserverpb.KV/NoSuchMethod",      "/revkv.v1.Admin/NoSuchMethod",
+      "/etcdserverpb.Lease/NoSuchMethod", "/etcdserverpb.Watch/Watch",    "/etcdserverpb.Auth/Authenticate",
+      "/etcdserverpb.Auth/AuthEnable",    "/etcdserverpb.Auth/UserAdd",   "/etcdserverpb.Auth/RoleList",
+      "/etcdserverpb.KV/NoSuchMethod",    "/revkv.v1.Admin/NoSuchMethod",
   };
   const std::vector<grpc::Status> statuses = CallEmpty(methods, std::chrono::seconds(10));
   for (size_t i = 0; i < methods.size(); ++i) {
