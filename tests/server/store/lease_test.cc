@@ -2,10 +2,13 @@
 // by Put, DeleteRange and Txn, a revoke deleting every attached key in one revision, and etcd's errors.
 #include <gtest/gtest.h>
 
+#include <cstdio>
+#include <cstdlib>
 #include <optional>
 #include <string>
 #include <vector>
 
+#include "runtime/gc/gc.h"
 #include "runtime/heap/heap.h"
 #include "runtime/safepoint/safepoint.h"
 #include "server/store/errors.h"
@@ -223,6 +226,54 @@ TEST_F(LeaseStoreTest, LeaseStateIsReadAtTheVisibleRevision) {
   ASSERT_TRUE(l.ok());
   EXPECT_EQ(l->revision, store_->Revision());
   EXPECT_EQ(store_->LeaseAt(6, false).status(), errors::LeaseNotFound());
+}
+
+// The memory a lease costs: its lease-table row, and the attachment row of each key on it. Printed for
+// docs/benchmarks.md; the bound only catches a gross regression. REVKV_LEASE_COUNT sets the count.
+TEST(LeaseMemory, BytesPerLeaseAndPerAttachedKey) {
+  runtime::HeapOptions o;
+  o.max_heap_bytes = size_t{2} << 30;
+  runtime::InitializeRuntime(o);
+  runtime::ThreadRegistration registration("lease-memory");
+  StoreOptions options;
+  options.history_revisions = 1;  // only the newest state: superseded nodes are garbage
+  auto store = Store::Create(options, nullptr);
+  ASSERT_TRUE(store.ok());
+  const char* env = std::getenv("REVKV_LEASE_COUNT");
+  const int count = env != nullptr ? std::atoi(env) : 20000;
+  auto live = [] {
+    runtime::CollectMajor();
+    const runtime::HeapUsage u = runtime::GetHeapUsage();
+    return static_cast<double>(u.old_bytes + u.large_bytes);
+  };
+  std::vector<std::string> keys;
+  for (int i = 1; i <= count; ++i) keys.push_back("key/" + std::to_string(i));
+  for (const std::string& k : keys) {
+    etcdserverpb::PutRequest p;
+    p.set_key(k);
+    ASSERT_TRUE((*store)->Put(p).ok());
+  }
+  const double before = live();
+  for (int i = 1; i <= count; ++i) {
+    etcdserverpb::LeaseGrantRequest g;
+    g.set_id(i);
+    g.set_ttl(60);
+    ASSERT_TRUE((*store)->LeaseGrant(g).ok());
+  }
+  const double granted = live();
+  for (int i = 1; i <= count; ++i) {
+    etcdserverpb::PutRequest p;
+    p.set_key(keys[static_cast<size_t>(i - 1)]);
+    p.set_lease(i);
+    ASSERT_TRUE((*store)->Put(p).ok());
+  }
+  const double attached = live();
+  const double per_lease = (granted - before) / count;
+  const double per_key = (attached - granted) / count;
+  std::printf("%d leases: %.0f bytes per lease (table row), %.0f bytes per attached key (index row)\n", count,
+              per_lease, per_key);
+  EXPECT_LT(per_lease, 400);
+  EXPECT_LT(per_key, 400);
 }
 
 }  // namespace
