@@ -13,6 +13,7 @@
 #include "runtime/safepoint/safepoint.h"
 #include "server/config/config.h"
 #include "server/engine/engine.h"
+#include "server/lease/lessor.h"
 #include "server/ops/http_server.h"
 #include "server/ops/metrics.h"
 #include "server/rpc/admin_service.h"
@@ -121,10 +122,19 @@ int Main(int argc, char** argv) {
   }
   spdlog::info("recovered revision {} with {} keys in {} ms", report.revision, report.keys,
                report.duration.count());
+  // Every lease that survived recovery gets its full granted TTL again (deadlines are not persisted).
+  Lessor lessor(&(*engine)->store());
+  if (absl::Status s = lessor.Recover(); !s.ok()) {
+    spdlog::error("cannot restore the leases: {}", s.ToString());
+    return 1;
+  }
+  spdlog::info("recovered {} leases, each with its full TTL", lessor.size());
+  lessor.Start();
 
   MetricsRegistry metrics;
   ServerState state;
   state.engine = engine->get();
+  state.lessor = &lessor;
   state.config = &config;
   state.metrics = &metrics;
   state.start_unix_nanos = static_cast<uint64_t>(std::chrono::duration_cast<std::chrono::nanoseconds>(
@@ -195,6 +205,7 @@ int Main(int argc, char** argv) {
   spdlog::info("{}: draining in-flight requests", signal_number == SIGINT ? "SIGINT" : "SIGTERM");
   if (ops != nullptr) ops->Stop();
   rpc.Shutdown(std::chrono::seconds(5));
+  lessor.Stop();  // before the log closes: an expiry revoke is a logged write
   runtime::RemoveCollectionListener(gc_log);
   const absl::Status closed = (*engine)->Close();
   if (!closed.ok()) {

@@ -8,12 +8,14 @@
 // checkpoint becomes valid, and recovery must reach R at least.
 //
 // File: checkpoint-<revision as 16 lowercase hex digits>.ckpt in the checkpoint directory, holding
-//   header (48 bytes): magic "revkvCKP" | u32 format version (2) | u32 zero | i64 revision
-//                      | i64 compact revision | u64 entry count | i64 base revision
-//                      (version 1, still read: 40 bytes, without the base revision, which is then the
+//   header (56 bytes): magic "revkvCKP" | u32 format version (3) | u32 zero | i64 revision
+//                      | i64 compact revision | u64 entry count | i64 base revision | u64 lease count
+//                      (still read: version 2, 48 bytes, without the lease count, which is then 0;
+//                      version 1, 40 bytes, without the base revision either, which is then the
 //                      revision)
 //   entries:           u32 key length | u32 value length | i64 create_revision | i64 mod_revision
 //                      | i64 version | i64 lease | key | value
+//   leases (version 3): i64 lease ID | i64 granted TTL in seconds, lease count times, after the entries
 //   footer (16 bytes): u32 CRC-32C of every byte before the footer | u32 zero | magic "revkvEND"
 // little-endian. A checkpoint is written as checkpoint-<revision>.tmp, fsync'd, renamed to .ckpt, and the
 // directory fsync'd, so a .ckpt file is complete unless the disk damaged it later.
@@ -45,6 +47,12 @@ struct CheckpointEntry {
   int64_t lease = 0;
 };
 
+// One lease of the store (the lease table at the base revision; remaining TTLs are not persisted).
+struct CheckpointLease {
+  int64_t id = 0;
+  int64_t ttl = 0;  // granted, in seconds
+};
+
 // A complete checkpoint file.
 struct CheckpointInfo {
   std::string path;
@@ -52,7 +60,8 @@ struct CheckpointInfo {
   int64_t compact_revision = 0;
   int64_t base_revision = 0;  // the revision of the state it holds (compact <= base <= revision)
   uint64_t entry_count = 0;
-  uint64_t bytes = 0;  // file size
+  uint64_t lease_count = 0;  // 0 for format versions 1 and 2
+  uint64_t bytes = 0;        // file size
 };
 
 // ---------------------------------------------------------------------------------------------------
@@ -79,6 +88,8 @@ class CheckpointWriter {
 
   // Appends one entry (the bytes are copied before returning). Entries are stored in the order added.
   absl::Status Add(const CheckpointEntry& entry);
+  // Appends one lease; every entry must have been added before (FailedPrecondition for an Add after it).
+  absl::Status AddLease(const CheckpointLease& lease);
 
   // Writes the footer and the final header, fsyncs, renames the file to .ckpt (replacing a checkpoint of
   // the same revision) and fsyncs the directory. On error the temporary file is removed.
@@ -107,6 +118,7 @@ class CheckpointWriter {
   uint32_t body_crc_ = 0;  // CRC-32C of the entry bytes written so far
   uint64_t body_bytes_ = 0;
   uint64_t entry_count_ = 0;
+  uint64_t lease_count_ = 0;
   absl::Status status_;
   bool finished_ = false;
   bool tmp_exists_ = false;
@@ -124,6 +136,8 @@ struct CheckpointFile {
 
 // Receives each entry of the checkpoint being loaded; an error stops the load with that error.
 using CheckpointEntryVisitor = absl::FunctionRef<absl::Status(const CheckpointEntry& entry)>;
+// Receives each lease, after every entry; an error stops the load with that error.
+using CheckpointLeaseVisitor = absl::FunctionRef<absl::Status(const CheckpointLease& lease)>;
 
 // A checkpoint that failed verification.
 struct SkippedCheckpoint {
@@ -147,8 +161,10 @@ struct CheckpointLoadResult {
 // entries, so the visitor never sees a corrupt checkpoint's entries; the file is read twice for that.
 // A corrupt checkpoint is renamed to .corrupt and skipped; .tmp files are removed. A missing `dir` is an
 // empty one. Fails with the visitor's error or an I/O error other than EIO (EIO counts as corruption).
-absl::StatusOr<CheckpointLoadResult> LoadNewestValidCheckpoint(FileSystem* fs, const std::string& dir,
-                                                               CheckpointEntryVisitor visitor);
+// The leases go to `lease_visitor` if it is set (after the entries), under the same guarantee.
+absl::StatusOr<CheckpointLoadResult> LoadNewestValidCheckpoint(
+    FileSystem* fs, const std::string& dir, CheckpointEntryVisitor visitor,
+    const CheckpointLeaseVisitor* lease_visitor = nullptr);
 
 // Reads and verifies one checkpoint file without visiting its entries. DataLoss describes the damage.
 absl::StatusOr<CheckpointInfo> VerifyCheckpoint(FileSystem* fs, const std::string& path);
@@ -163,12 +179,12 @@ absl::StatusOr<CheckpointInfo> ReadCheckpointHeader(FileSystem* fs, const std::s
 // Verifies the checkpoint at `path` (named for `revision`) completely, then streams its entries to
 // `visitor`; `verified`, if set, is called once with the verified header before the first entry. So
 // neither sees anything of a damaged file. DataLoss (damage, or EIO) before any call to them; else the
-// visitor's error, or another I/O error.
+// visitor's error, or another I/O error. The leases go to `lease_visitor` (if set) after the entries.
 absl::StatusOr<CheckpointInfo> LoadCheckpoint(
     FileSystem* fs, const std::string& path, int64_t revision, CheckpointEntryVisitor visitor,
-    absl::FunctionRef<absl::Status(const CheckpointInfo&)> verified = [](const CheckpointInfo&) {
-      return absl::OkStatus();
-    });
+    absl::FunctionRef<absl::Status(const CheckpointInfo&)> verified =
+        [](const CheckpointInfo&) { return absl::OkStatus(); },
+    const CheckpointLeaseVisitor* lease_visitor = nullptr);
 // Renames a checkpoint that cannot be used to checkpoint-<revision>.corrupt (kept for inspection) and
 // fsyncs the directory; returns the new path.
 absl::StatusOr<std::string> SetCheckpointAside(FileSystem* fs, const std::string& dir,

@@ -31,6 +31,7 @@ std::string EncodeHeader(const Header& header) {
   Put<int64_t>(bytes.data() + 24, header.compact_revision);
   Put<uint64_t>(bytes.data() + 32, header.entry_count);
   Put<int64_t>(bytes.data() + 40, header.base_revision);
+  Put<uint64_t>(bytes.data() + 48, header.lease_count);
   return bytes;
 }
 
@@ -40,9 +41,10 @@ absl::StatusOr<size_t> HeaderSize(std::string_view first_bytes) {
   }
   const uint32_t version = Get<uint32_t>(first_bytes.data() + 8);
   if (version == 1) return kHeaderBytesV1;
-  if (version == 2) return kHeaderBytes;
+  if (version == 2) return kHeaderBytesV2;
+  if (version == 3) return kHeaderBytes;
   return absl::FailedPreconditionError(absl::StrCat("checkpoint format version ", version,
-                                                    "; this build reads versions 1 and ", kFormatVersion));
+                                                    "; this build reads versions 1 to ", kFormatVersion));
 }
 
 absl::StatusOr<Header> DecodeHeader(std::string_view bytes) {
@@ -54,7 +56,8 @@ absl::StatusOr<Header> DecodeHeader(std::string_view bytes) {
   header.revision = Get<int64_t>(bytes.data() + 16);
   header.compact_revision = Get<int64_t>(bytes.data() + 24);
   header.entry_count = Get<uint64_t>(bytes.data() + 32);
-  header.base_revision = *size == kHeaderBytes ? Get<int64_t>(bytes.data() + 40) : header.revision;
+  header.base_revision = *size >= kHeaderBytesV2 ? Get<int64_t>(bytes.data() + 40) : header.revision;
+  header.lease_count = *size >= kHeaderBytes ? Get<uint64_t>(bytes.data() + 48) : 0;
   return header;
 }
 
@@ -81,6 +84,17 @@ EntryFixed DecodeEntryFixed(const char* bytes) {
   e.version = Get<int64_t>(bytes + 24);
   e.lease = Get<int64_t>(bytes + 32);
   return e;
+}
+
+void AppendLease(const CheckpointLease& lease, std::string* out) {
+  const size_t at = out->size();
+  out->resize(at + kLeaseBytes);
+  Put<int64_t>(out->data() + at, lease.id);
+  Put<int64_t>(out->data() + at + 8, lease.ttl);
+}
+
+CheckpointLease DecodeLease(const char* bytes) {
+  return CheckpointLease{Get<int64_t>(bytes), Get<int64_t>(bytes + 8)};
 }
 
 std::string EncodeFooter(uint32_t crc) {

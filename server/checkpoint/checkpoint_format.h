@@ -18,21 +18,24 @@ namespace revkv::server::checkpoint_format {
 static_assert(std::endian::native == std::endian::little, "revkv's file formats assume a little-endian host");
 
 inline constexpr size_t kHeaderBytesV1 = 40;    // version 1: no base revision (it is the revision)
-inline constexpr size_t kHeaderBytes = 48;      // the version written
+inline constexpr size_t kHeaderBytesV2 = 48;    // version 2: no lease count (no leases)
+inline constexpr size_t kHeaderBytes = 56;      // the version written
+inline constexpr size_t kLeaseBytes = 16;       // i64 ID, i64 granted TTL
 inline constexpr size_t kEntryFixedBytes = 40;  // two lengths and four i64 before the key and value
 inline constexpr size_t kFooterBytes = 16;
 inline constexpr std::string_view kMagic = "revkvCKP";
 inline constexpr std::string_view kFooterMagic = "revkvEND";
-inline constexpr uint32_t kFormatVersion = 2;  // reads 1 and 2
+inline constexpr uint32_t kFormatVersion = 3;  // reads 1, 2 and 3
 
 struct Header {
   int64_t revision = 0;
   int64_t compact_revision = 0;
   uint64_t entry_count = 0;
   int64_t base_revision = 0;  // version 1: the revision
+  uint64_t lease_count = 0;   // versions 1 and 2: 0
 };
 
-// A version-2 header (kHeaderBytes).
+// A version-3 header (kHeaderBytes).
 std::string EncodeHeader(const Header& header);
 // The header's size, from its first kHeaderBytesV1 bytes: DataLoss for a damaged header,
 // FailedPrecondition for a format version this build does not read.
@@ -54,6 +57,9 @@ struct EntryFixed {
 // Appends the encoded entry (fixed part, key, value) to `out`. The lengths must fit in 32 bits.
 void AppendEntry(const CheckpointEntry& entry, std::string* out);
 EntryFixed DecodeEntryFixed(const char* bytes);
+// Appends the encoded lease (kLeaseBytes) to `out`; decodes one.
+void AppendLease(const CheckpointLease& lease, std::string* out);
+CheckpointLease DecodeLease(const char* bytes);
 
 std::string EncodeFooter(uint32_t crc);
 // The CRC stored in a footer; DataLoss if the footer is damaged.

@@ -25,7 +25,8 @@ absl::Status Damaged(const std::string& path, std::string_view what) {
 // DataLoss; I/O errors come back as the file system reports them.
 absl::StatusOr<CheckpointInfo> ScanCheckpoint(FileSystem* fs, const std::string& path,
                                               std::optional<int64_t> named_revision,
-                                              const CheckpointEntryVisitor* visitor) {
+                                              const CheckpointEntryVisitor* visitor,
+                                              const CheckpointLeaseVisitor* lease_visitor = nullptr) {
   absl::StatusOr<std::unique_ptr<ReadableFile>> file = fs->OpenReadable(path);
   if (!file.ok()) return file.status();
   absl::StatusOr<uint64_t> size = (*file)->Size();
@@ -36,7 +37,7 @@ absl::StatusOr<CheckpointInfo> ScanCheckpoint(FileSystem* fs, const std::string&
   BufferedReader reader(file->get(), *size);
   absl::StatusOr<std::string_view> first_bytes = reader.Read(format::kHeaderBytesV1);
   if (!first_bytes.ok()) return first_bytes.status();
-  std::string header_bytes(*first_bytes);  // a version 1 or 2 header
+  std::string header_bytes(*first_bytes);  // the first bytes of a header of any version
   absl::StatusOr<size_t> header_size = format::HeaderSize(header_bytes);
   if (header_size.ok() && *header_size > header_bytes.size()) {
     if (reader.remaining() < *header_size - header_bytes.size() + format::kFooterBytes) {
@@ -92,8 +93,19 @@ absl::StatusOr<CheckpointInfo> ScanCheckpoint(FileSystem* fs, const std::string&
       if (absl::Status s = (*visitor)(entry); !s.ok()) return s;
     }
   }
+  for (uint64_t i = 0; i < header->lease_count; ++i) {
+    if (reader.remaining() < format::kLeaseBytes + format::kFooterBytes) {
+      return Damaged(path, absl::StrCat("truncated at lease ", i, " of ", header->lease_count));
+    }
+    absl::StatusOr<std::string_view> lease_bytes = reader.Read(format::kLeaseBytes);
+    if (!lease_bytes.ok()) return lease_bytes.status();
+    crc = Crc32cExtend(crc, lease_bytes->data(), lease_bytes->size());
+    if (lease_visitor != nullptr) {
+      if (absl::Status s = (*lease_visitor)(format::DecodeLease(lease_bytes->data())); !s.ok()) return s;
+    }
+  }
   if (reader.remaining() != format::kFooterBytes) {
-    return Damaged(path, absl::StrCat(reader.remaining(), " bytes follow the last entry where the ",
+    return Damaged(path, absl::StrCat(reader.remaining(), " bytes follow the last entry or lease where the ",
                                       format::kFooterBytes, "-byte footer belongs"));
   }
   absl::StatusOr<std::string_view> footer_bytes = reader.Read(format::kFooterBytes);
@@ -109,6 +121,7 @@ absl::StatusOr<CheckpointInfo> ScanCheckpoint(FileSystem* fs, const std::string&
   info.compact_revision = header->compact_revision;
   info.base_revision = header->base_revision;
   info.entry_count = header->entry_count;
+  info.lease_count = header->lease_count;
   info.bytes = *size;
   return info;
 }
@@ -150,6 +163,7 @@ absl::StatusOr<CheckpointInfo> ReadCheckpointHeader(FileSystem* fs, const std::s
   info.compact_revision = header->compact_revision;
   info.base_revision = header->base_revision;
   info.entry_count = header->entry_count;
+  info.lease_count = header->lease_count;
   info.bytes = *size;
   return info;
 }
@@ -158,13 +172,14 @@ absl::StatusOr<CheckpointInfo> VerifyCheckpoint(FileSystem* fs, const std::strin
   return ScanCheckpoint(fs, path, std::nullopt, nullptr);
 }
 
-absl::StatusOr<CheckpointInfo> LoadCheckpoint(
-    FileSystem* fs, const std::string& path, int64_t revision, CheckpointEntryVisitor visitor,
-    absl::FunctionRef<absl::Status(const CheckpointInfo&)> verified) {
+absl::StatusOr<CheckpointInfo> LoadCheckpoint(FileSystem* fs, const std::string& path, int64_t revision,
+                                              CheckpointEntryVisitor visitor,
+                                              absl::FunctionRef<absl::Status(const CheckpointInfo&)> verified,
+                                              const CheckpointLeaseVisitor* lease_visitor) {
   absl::StatusOr<CheckpointInfo> info = ScanCheckpoint(fs, path, revision, nullptr);
   if (!info.ok()) return info.status();
   if (absl::Status s = verified(*info); !s.ok()) return s;
-  return ScanCheckpoint(fs, path, revision, &visitor);
+  return ScanCheckpoint(fs, path, revision, &visitor, lease_visitor);
 }
 
 absl::StatusOr<std::string> SetCheckpointAside(FileSystem* fs, const std::string& dir,
@@ -194,7 +209,8 @@ absl::StatusOr<std::vector<std::string>> RemoveTemporaryCheckpoints(FileSystem* 
 }
 
 absl::StatusOr<CheckpointLoadResult> LoadNewestValidCheckpoint(FileSystem* fs, const std::string& dir,
-                                                               CheckpointEntryVisitor visitor) {
+                                                               CheckpointEntryVisitor visitor,
+                                                               const CheckpointLeaseVisitor* lease_visitor) {
   CheckpointLoadResult result;
   // Only a load (at startup, before any writer runs) may remove .tmp files: a crash left them unfinished.
   absl::StatusOr<std::vector<std::string>> removed = RemoveTemporaryCheckpoints(fs, dir);
@@ -206,7 +222,8 @@ absl::StatusOr<CheckpointLoadResult> LoadNewestValidCheckpoint(FileSystem* fs, c
   for (auto it = files->rbegin(); it != files->rend(); ++it) {
     absl::StatusOr<CheckpointInfo> verified = ScanCheckpoint(fs, it->path, it->revision, nullptr);
     if (verified.ok()) {
-      absl::StatusOr<CheckpointInfo> loaded = ScanCheckpoint(fs, it->path, it->revision, &visitor);
+      absl::StatusOr<CheckpointInfo> loaded =
+          ScanCheckpoint(fs, it->path, it->revision, &visitor, lease_visitor);
       if (!loaded.ok()) return loaded.status();  // the visitor has seen entries: no fallback now
       result.loaded = *std::move(loaded);
       break;

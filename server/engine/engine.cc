@@ -8,6 +8,7 @@
 
 #include <cerrno>
 #include <cstring>
+#include <functional>
 #include <initializer_list>
 #include <limits>
 #include <optional>
@@ -117,6 +118,20 @@ absl::Status Engine::LoadCheckpoint(CheckpointLoadResult* result, bool remove_te
       batch.clear();
       return s;
     };
+    // The leases follow the entries (format 3), in batches too.
+    std::vector<std::pair<int64_t, int64_t>> leases;
+    auto flush_leases = [&]() -> absl::Status {
+      if (absl::Status s = flush(); !s.ok()) return s;  // the last entries come first
+      if (leases.empty()) return absl::OkStatus();
+      absl::Status s = store_->LoadLeases(leases);
+      leases.clear();
+      return s;
+    };
+    auto on_lease = [&](const CheckpointLease& l) -> absl::Status {
+      leases.emplace_back(l.id, l.ttl);
+      return leases.size() >= 4096 ? flush_leases() : absl::OkStatus();
+    };
+    const CheckpointLeaseVisitor lease_visitor = on_lease;
     absl::StatusOr<CheckpointInfo> loaded = revkv::server::LoadCheckpoint(
         fs_, file.path, file.revision,
         [&](const CheckpointEntry& e) -> absl::Status {
@@ -127,9 +142,10 @@ absl::Status Engine::LoadCheckpoint(CheckpointLoadResult* result, bool remove_te
         [&](const CheckpointInfo& info) {
           base = info.base_revision;
           return absl::OkStatus();
-        });
+        },
+        &lease_visitor);
     absl::Status s = loaded.status();
-    if (s.ok()) s = flush();
+    if (s.ok()) s = flush_leases();
     if (s.ok()) s = store_->FinishLoad(loaded->base_revision, loaded->compact_revision);
     if (s.ok()) {
       result->loaded = *std::move(loaded);
@@ -307,6 +323,11 @@ absl::StatusOr<CheckpointStats> Engine::Checkpoint() {
       }
       batch.clear();
     };
+    // The leases of the same snapshot, after the entries (16 bytes each, kept in memory until then).
+    std::vector<CheckpointLease> leases;
+    const std::function<void(int64_t, int64_t)> visit_lease = [&](int64_t id, int64_t ttl) {
+      leases.push_back(CheckpointLease{id, ttl});
+    };
     int64_t snapshot_revision = 0;
     read = store_->ForEachAt(
         base,
@@ -314,8 +335,15 @@ absl::StatusOr<CheckpointStats> Engine::Checkpoint() {
           batch.push_back(kv);
           if (batch.size() >= 4096) write_batch();
         },
-        &snapshot_revision);
-    if (read.ok()) write_batch();
+        &snapshot_revision, &visit_lease);
+    if (read.ok()) {
+      write_batch();
+      runtime::SafeRegion io;
+      for (const CheckpointLease& l : leases) {
+        if (!write_status.ok()) break;
+        write_status = writer->AddLease(l);
+      }
+    }
     if (read != errors::Compacted() || attempt >= 100) break;
     runtime::SafeRegion io;
     writer->Abort();

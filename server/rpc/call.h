@@ -14,6 +14,7 @@
 #include <memory>
 
 #include "server/rpc/server_state.h"
+#include "server/rpc/status.h"
 
 namespace revkv::server {
 
@@ -98,5 +99,42 @@ class UnaryCall final : public CallTag {
   bool finishing_ = false;
   bool ok_ = false;
 };
+
+// ----- helpers of the services' handlers -----
+
+// Finishes a write: when its record is durable (on the flusher); a write that changed nothing, when
+// the state it read is durable; at once if there is nothing to wait for.
+template <class Call, class Response>
+void FinishWrite(Call* call, ServerState* state, absl::StatusOr<WriteResult<Response>> result) {
+  if (!result.ok()) {
+    call->Finish(Response(), ToGrpc(result.status()));
+    return;
+  }
+  state->FillHeader(result->response.mutable_header());
+  if (result->wait_lsn == 0) {
+    call->Finish(result->response, grpc::Status::OK);
+    return;
+  }
+  const WalLsn wait_lsn = result->wait_lsn;
+  state->engine->wal().OnDurable(wait_lsn, [call, response = std::move(result->response)](absl::Status s) {
+    if (s.ok()) {
+      call->Finish(response, grpc::Status::OK);
+    } else {
+      call->Finish(Response(), WriteFailure(s));
+    }
+  });
+}
+
+// Posts one waiting call of `method` on `cq`, recorded under `name` in the request metrics; `handler`
+// runs on the queue's worker for every call (each call posts its successor when it starts).
+template <class Service, class Request, class Response>
+void PostUnary(Service* service, typename UnaryCall<Service, Request, Response>::RequestMethod method,
+               grpc::ServerCompletionQueue* cq, ServerState* state, const std::string& name,
+               std::function<void(UnaryCall<Service, Request, Response>*)> handler) {
+  using Call = UnaryCall<Service, Request, Response>;
+  UnaryCall<Service, Request, Response>::Post(
+      service, method, cq, std::make_shared<const typename Call::Handler>(std::move(handler)),
+      &state->ForMethod(name), &state->requests_in_flight);
+}
 
 }  // namespace revkv::server

@@ -13,61 +13,28 @@ namespace {
 
 using etcdserverpb::KV;
 
-// Finishes a write: when its record is durable (on the flusher); a write that changed nothing, when
-// the state it read is durable; at once if there is nothing to wait for.
-template <class Call, class Response>
-void FinishWrite(Call* call, ServerState* state, absl::StatusOr<WriteResult<Response>> result) {
-  if (!result.ok()) {
-    call->Finish(Response(), ToGrpc(result.status()));
-    return;
-  }
-  state->FillHeader(result->response.mutable_header());
-  if (result->wait_lsn == 0) {
-    call->Finish(result->response, grpc::Status::OK);
-    return;
-  }
-  const WalLsn wait_lsn = result->wait_lsn;
-  state->engine->wal().OnDurable(wait_lsn, [call, response = std::move(result->response)](absl::Status s) {
-    if (s.ok()) {
-      call->Finish(response, grpc::Status::OK);
-    } else {
-      call->Finish(Response(), WriteFailure(s));
-    }
-  });
-}
-
-template <class Service, class Request, class Response>
-void Post(Service* service, typename UnaryCall<Service, Request, Response>::RequestMethod method,
-          grpc::ServerCompletionQueue* cq, ServerState* state, const std::string& name,
-          std::function<void(UnaryCall<Service, Request, Response>*)> handler) {
-  using Call = UnaryCall<Service, Request, Response>;
-  UnaryCall<Service, Request, Response>::Post(
-      service, method, cq, std::make_shared<const typename Call::Handler>(std::move(handler)),
-      &state->ForMethod(name), &state->requests_in_flight);
-}
-
 }  // namespace
 
 void PostEtcdCalls(EtcdServices* services, grpc::ServerCompletionQueue* cq, ServerState* state) {
   using namespace etcdserverpb;  // NOLINT: the message names read better unqualified here
   auto* kv = &services->kv;
-  Post<KV::AsyncService, RangeRequest, RangeResponse>(
+  PostUnary<KV::AsyncService, RangeRequest, RangeResponse>(
       kv, &KV::AsyncService::RequestRange, cq, state, "Range", [state](auto* call) {
         absl::StatusOr<RangeResponse> r = state->engine->store().Range(call->request());
         if (!r.ok()) return call->Finish(RangeResponse(), ToGrpc(r.status()));
         state->FillHeader(r->mutable_header());
         call->Finish(*r, grpc::Status::OK);
       });
-  Post<KV::AsyncService, PutRequest, PutResponse>(
+  PostUnary<KV::AsyncService, PutRequest, PutResponse>(
       kv, &KV::AsyncService::RequestPut, cq, state, "Put",
       [state](auto* call) { FinishWrite(call, state, state->engine->store().Put(call->request())); });
-  Post<KV::AsyncService, DeleteRangeRequest, DeleteRangeResponse>(
+  PostUnary<KV::AsyncService, DeleteRangeRequest, DeleteRangeResponse>(
       kv, &KV::AsyncService::RequestDeleteRange, cq, state, "DeleteRange",
       [state](auto* call) { FinishWrite(call, state, state->engine->store().DeleteRange(call->request())); });
-  Post<KV::AsyncService, TxnRequest, TxnResponse>(
+  PostUnary<KV::AsyncService, TxnRequest, TxnResponse>(
       kv, &KV::AsyncService::RequestTxn, cq, state, "Txn",
       [state](auto* call) { FinishWrite(call, state, state->engine->store().Txn(call->request())); });
-  Post<KV::AsyncService, CompactionRequest, CompactionResponse>(
+  PostUnary<KV::AsyncService, CompactionRequest, CompactionResponse>(
       kv, &KV::AsyncService::RequestCompact, cq, state, "Compact", [state](auto* call) {
         absl::StatusOr<CompactionResponse> r = state->engine->store().Compact(call->request());
         if (!r.ok()) return call->Finish(CompactionResponse(), ToGrpc(r.status()));
@@ -76,7 +43,7 @@ void PostEtcdCalls(EtcdServices* services, grpc::ServerCompletionQueue* cq, Serv
       });
 
   auto* maintenance = &services->maintenance;
-  Post<MaintenanceService, StatusRequest, StatusResponse>(
+  PostUnary<MaintenanceService, StatusRequest, StatusResponse>(
       maintenance, &MaintenanceService::RequestStatus, cq, state, "Status", [state](auto* call) {
         StatusResponse r;
         Store& store = state->engine->store();
@@ -93,7 +60,7 @@ void PostEtcdCalls(EtcdServices* services, grpc::ServerCompletionQueue* cq, Serv
         if (absl::Status w = state->engine->write_status(); !w.ok()) r.add_errors(std::string(w.message()));
         call->Finish(r, grpc::Status::OK);
       });
-  Post<MaintenanceService, AlarmRequest, AlarmResponse>(
+  PostUnary<MaintenanceService, AlarmRequest, AlarmResponse>(
       maintenance, &MaintenanceService::RequestAlarm, cq, state, "Alarm", [state](auto* call) {
         // A disk error that stopped writes is reported as etcd's NOSPACE alarm when the disk is full
         // and as CORRUPT otherwise; activating or deactivating alarms by hand is not supported.
@@ -109,7 +76,7 @@ void PostEtcdCalls(EtcdServices* services, grpc::ServerCompletionQueue* cq, Serv
       });
 
   auto* cluster = &services->cluster;
-  Post<ClusterService, MemberListRequest, MemberListResponse>(
+  PostUnary<ClusterService, MemberListRequest, MemberListResponse>(
       cluster, &ClusterService::RequestMemberList, cq, state, "MemberList", [state](auto* call) {
         MemberListResponse r;
         state->FillHeader(r.mutable_header());

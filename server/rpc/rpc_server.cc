@@ -13,6 +13,7 @@
 #include "absl/strings/str_cat.h"
 #include "revkv/v1/kv.pb.h"
 #include "runtime/safepoint/safepoint.h"
+#include "server/lease/lessor.h"
 #include "server/rpc/call.h"
 #include "server/rpc/pipeline.h"
 #include "spdlog/spdlog.h"
@@ -22,8 +23,13 @@ namespace revkv::server {
 namespace {
 
 // The lease etcd's session grants for a Lock or Campaign that names none (on the coordination thread).
-absl::StatusOr<int64_t> GrantSessionLease(Store* /*store*/, int64_t /*ttl*/) {
-  return absl::UnimplementedError("revkv: leases are not served yet");
+// Durable before the recipe's next write is, which comes after it in the log.
+absl::StatusOr<int64_t> GrantSessionLease(Lessor* lessor, int64_t ttl) {
+  etcdserverpb::LeaseGrantRequest request;
+  request.set_ttl(ttl);
+  absl::StatusOr<WriteResult<etcdserverpb::LeaseGrantResponse>> granted = lessor->Grant(request);
+  if (!granted.ok()) return granted.status();
+  return granted->response.id();
 }
 
 // Server reflection answers from the generated descriptor pool, which holds a .proto file only if its
@@ -63,7 +69,8 @@ absl::StatusOr<std::shared_ptr<grpc::ServerCredentials>> Credentials(const TlsCo
 RpcServer::RpcServer(ServerState* state)
     : state_(state),
       pipeline_(std::make_unique<::revkv::v1::KV::AsyncService>()),
-      admin_(std::make_unique<AdminService>(state)) {}
+      admin_(std::make_unique<AdminService>(state)),
+      lease_(std::make_unique<LeaseService>(state)) {}
 
 RpcServer::~RpcServer() { Shutdown(std::chrono::milliseconds(0)); }
 
@@ -91,16 +98,17 @@ absl::Status RpcServer::Start() {
   builder.RegisterService(watch_.get());
   coordination_executor_ = std::make_unique<RuntimeExecutor>("coordination");
   coordination_events_ = std::make_unique<HubEventSource>(&watch_->hub(), coordination_executor_.get());
-  Store* store = &state_->engine->store();
+  Lessor* lessor = state_->lessor;
   coordinator_ = std::make_unique<Coordinator>(Coordinator::Env{
-      store, coordination_events_.get(), coordination_executor_.get(),
-      [store](int64_t ttl) -> absl::StatusOr<int64_t> { return GrantSessionLease(store, ttl); }});
+      &state_->engine->store(), coordination_events_.get(), coordination_executor_.get(),
+      [lessor](int64_t ttl) -> absl::StatusOr<int64_t> { return GrantSessionLease(lessor, ttl); }});
   lock_ = std::make_unique<LockService>(state_, coordinator_.get());
   election_ = std::make_unique<ElectionService>(state_, coordinator_.get());
   builder.RegisterService(lock_.get());
   builder.RegisterService(election_.get());
   builder.RegisterService(pipeline_.get());
   builder.RegisterService(admin_.get());
+  builder.RegisterService(lease_.get());  // async unary methods and a callback keep-alive stream
   for (int i = 0; i < config.workers; ++i) queues_.push_back(builder.AddCompletionQueue());
   server_ = builder.BuildAndStart();
   if (server_ == nullptr || port_ == 0) {
@@ -112,6 +120,7 @@ absl::Status RpcServer::Start() {
     grpc::ServerCompletionQueue* cq = queues_[static_cast<size_t>(i)].get();
     PostEtcdCalls(&etcd_, cq, state_);
     PostPipelineCall(pipeline_.get(), cq, state_);
+    PostLeaseCalls(lease_.get(), cq, state_);
     workers_.emplace_back([this, i, cq] { WorkerLoop(i, cq); });
   }
   return absl::OkStatus();

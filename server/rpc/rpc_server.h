@@ -20,6 +20,7 @@
 #include "server/rpc/call.h"
 #include "server/rpc/coordination_service.h"
 #include "server/rpc/kv_service.h"
+#include "server/rpc/lease_service.h"
 #include "server/rpc/server_state.h"
 #include "server/rpc/watch_service.h"
 
@@ -60,6 +61,7 @@ class RpcServer {
   std::unique_ptr<Coordinator> coordinator_;
   std::unique_ptr<LockService> lock_;
   std::unique_ptr<ElectionService> election_;
+  std::unique_ptr<LeaseService> lease_;
   std::vector<std::unique_ptr<grpc::ServerCompletionQueue>> queues_;
   std::unique_ptr<grpc::Server> server_;
   std::vector<std::thread> workers_;

@@ -12,9 +12,12 @@ namespace revkv::server {
 namespace {
 
 const std::vector<std::string>& Methods() {
-  static const std::vector<std::string> methods = {"Range",  "Put",      "DeleteRange", "Txn",      "Compact",
-                                                   "Status", "Alarm",    "MemberList",  "Pipeline", "Lock",
-                                                   "Unlock", "Campaign", "Proclaim",    "Leader",   "Resign"};
+  static const std::vector<std::string> methods = {
+      "Range", "Put", "DeleteRange", "Txn", "Compact", "Status", "Alarm", "MemberList", "Pipeline",
+      // etcdserverpb.Lease's unary methods
+      "LeaseGrant", "LeaseRevoke", "LeaseTimeToLive", "LeaseLeases",
+      // v3lockpb.Lock and v3electionpb.Election (Observe is a stream)
+      "Lock", "Unlock", "Campaign", "Proclaim", "Leader", "Resign"};
   return methods;
 }
 

@@ -27,8 +27,11 @@ struct MethodMetrics {
   void Record(std::chrono::steady_clock::time_point start, bool ok) const;
 };
 
+class Lessor;
+
 struct ServerState {
   Engine* engine = nullptr;
+  Lessor* lessor = nullptr;  // lease deadlines and expiry (server/lease)
   const ServerConfig* config = nullptr;
   MetricsRegistry* metrics = nullptr;
   uint64_t start_unix_nanos = 0;

@@ -20,6 +20,7 @@
 #include "absl/status/status.h"
 #include "etcdserverpb/rpc.pb.h"
 #include "server/store/errors.h"
+#include "server/store/lease_table.h"
 #include "server/store/tree.h"
 
 namespace revkv::server::store {
@@ -187,7 +188,7 @@ class Applier {
   }
 
   // etcd's checkRequestPut for the Puts of a Txn's taken branches, in order, on the state before the
-  // Txn: a Put with ignore_value or ignore_lease needs its key; a lease must exist (revkv has none).
+  // Txn: a Put with ignore_value or ignore_lease needs its key; a lease must exist.
   absl::Status CheckTxnPuts(const etcdserverpb::TxnRequest& t, const std::vector<bool>& path, size_t* at) {
     const bool ok = path[(*at)++];
     for (const auto& op : ok ? t.success() : t.failure()) {
@@ -198,7 +199,7 @@ class Applier {
       if (op.request_case() != etcdserverpb::RequestOp::kRequestPut) continue;
       const etcdserverpb::PutRequest& p = op.request_put();
       if ((p.ignore_value() || p.ignore_lease()) && !Find(tx_, root_, p.key())) return errors::KeyNotFound();
-      if (p.lease() != 0) return errors::LeaseNotFound();
+      if (p.lease() != 0 && LeaseTtl(tx_, root_, p.lease()) == 0) return errors::LeaseNotFound();
     }
     return absl::OkStatus();
   }
@@ -230,7 +231,10 @@ class Applier {
 
   absl::Status Put(const etcdserverpb::PutRequest& p, etcdserverpb::PutResponse* out) {
     static_assert(std::is_same_v<TxT, runtime::stm::Tx>);
-    if (p.lease() != 0 && !p.ignore_lease()) return errors::LeaseNotFound();  // revkv grants no leases
+    // A lease must exist; no lease costs no lookup.
+    if (p.lease() != 0 && !p.ignore_lease() && LeaseTtl(tx_, root_, p.lease()) == 0) {
+      return errors::LeaseNotFound();
+    }
     ReadPtr<Entry> old = Find(tx_, root_, p.key());
     if ((p.ignore_value() || p.ignore_lease()) && !old) return errors::KeyNotFound();
     if (old) {
@@ -253,6 +257,10 @@ class Applier {
         ev.has_prev = true;
         ev.prev = o;
       }
+      if (w->lease != o.lease) {  // moved to another lease (or to none): the index follows
+        if (o.lease != 0) Detach(tx_, root_, o.lease, p.key());
+        if (p.lease() != 0) Attach(tx_, root_, p.lease(), p.key());
+      }
     } else {
       WritePtr<Entry> e = tx_.template New<Entry>();
       Ref<Bytes> key = tx_.NewBytes(p.key());
@@ -261,6 +269,7 @@ class Applier {
       e->version = 1;
       e->lease = p.lease();
       Insert(tx_, root_, p.key(), key, Ref<Entry>(e));
+      if (p.lease() != 0) Attach(tx_, root_, p.lease(), p.key());
       ++key_delta_;
       if (sink_ != nullptr) {
         sink_->emplace_back().kv =
@@ -281,6 +290,7 @@ class Applier {
     });
     for (const KvRecord& k : doomed) {
       Erase(tx_, root_, k.key);
+      if (k.lease != 0) Detach(tx_, root_, k.lease, k.key);
       --key_delta_;
       if (d.prev_kv()) ToProto(k, false, out->add_prev_kvs());
       if (sink_ != nullptr) {
@@ -296,6 +306,40 @@ class Applier {
     out->set_deleted(static_cast<int64_t>(doomed.size()));
     if (!doomed.empty()) changed_ = true;
     out->mutable_header()->set_revision(NowRevision());
+  }
+
+  // ----- leases (lease_table.h) -----
+
+  // etcd's LeaseGrant as applied: "lease already exists" if `g.id()` is granted. The caller has chosen
+  // the ID and checked the TTL (Store::LeaseGrant), so the logged request replays as it was applied.
+  absl::Status LeaseGrant(const etcdserverpb::LeaseGrantRequest& g, etcdserverpb::LeaseGrantResponse* out) {
+    static_assert(std::is_same_v<TxT, runtime::stm::Tx>);
+    if (LeaseTtl(tx_, root_, g.id()) != 0) return errors::LeaseExists();
+    InsertLease(tx_, root_, g.id(), g.ttl());
+    changed_ = true;
+    out->set_id(g.id());
+    out->set_ttl(g.ttl());
+    out->mutable_header()->set_revision(kPendingRevision);
+    return absl::OkStatus();
+  }
+
+  // etcd's LeaseRevoke as applied: every attached key is deleted (DeleteRange, which detaches it) and
+  // the lease removed, all in this transaction, so in one revision. "requested lease not found" if
+  // `r.id()` is not granted.
+  absl::Status LeaseRevoke(const etcdserverpb::LeaseRevokeRequest& r,
+                           etcdserverpb::LeaseRevokeResponse* out) {
+    static_assert(std::is_same_v<TxT, runtime::stm::Tx>);
+    if (LeaseTtl(tx_, root_, r.id()) == 0) return errors::LeaseNotFound();
+    for (const std::string& key : AttachedKeys(tx_, root_, r.id())) {
+      etcdserverpb::DeleteRangeRequest d;
+      d.set_key(key);
+      etcdserverpb::DeleteRangeResponse ignored;
+      DeleteRange(d, &ignored);
+    }
+    EraseLease(tx_, root_, r.id());
+    changed_ = true;
+    out->mutable_header()->set_revision(kPendingRevision);
+    return absl::OkStatus();
   }
 
   // ----- Txn -----
@@ -467,5 +511,7 @@ void PatchRevisions(etcdserverpb::DeleteRangeResponse* r, int64_t pending, int64
 void PatchRevisions(etcdserverpb::TxnResponse* r, int64_t pending, int64_t current);
 // Replace kPendingRevision in captured events with the committed revision.
 void PatchEvents(std::vector<KeyEvent>* events, int64_t pending);
+void PatchRevisions(etcdserverpb::LeaseGrantResponse* r, int64_t pending, int64_t current);
+void PatchRevisions(etcdserverpb::LeaseRevokeResponse* r, int64_t pending, int64_t current);
 
 }  // namespace revkv::server::store

@@ -31,6 +31,10 @@ inline absl::Status RequestTooLarge() {
   return absl::InvalidArgumentError("etcdserver: request is too large");
 }
 inline absl::Status LeaseNotFound() { return absl::NotFoundError("etcdserver: requested lease not found"); }
+inline absl::Status LeaseExists() {
+  return absl::FailedPreconditionError("etcdserver: lease already exists");
+}
+inline absl::Status LeaseTtlTooLarge() { return absl::OutOfRangeError("etcdserver: too large lease TTL"); }
 inline absl::Status NoSpace() {
   return absl::ResourceExhaustedError("etcdserver: mvcc: database space exceeded");
 }

@@ -5,12 +5,14 @@
 #include <cstdlib>
 #include <limits>
 #include <optional>
+#include <random>
 
 #include "absl/strings/str_cat.h"
 #include "runtime/safepoint/safepoint.h"
 #include "runtime/stm/stm.h"
 #include "server/store/apply.h"
 #include "server/store/errors.h"
+#include "server/store/lease_table.h"
 #include "server/store/request_checks.h"
 #include "server/store/tree.h"
 
@@ -31,6 +33,8 @@ namespace {
 constexpr char kRecordPut = 'P';
 constexpr char kRecordDeleteRange = 'D';
 constexpr char kRecordTxn = 'T';
+constexpr char kRecordLeaseGrant = 'G';   // a LeaseGrantRequest with the ID and TTL as granted
+constexpr char kRecordLeaseRevoke = 'R';  // a LeaseRevokeRequest (by a client or by expiry)
 
 std::atomic<bool> g_store_exists{false};
 
@@ -54,6 +58,15 @@ absl::Status Apply(Applier<Tx>& a, const etcdserverpb::TxnRequest& r, etcdserver
   absl::Status s = a.Txn(r, path, &at, out);
   out->mutable_header()->set_revision(a.NowRevision());
   return s;
+}
+
+absl::Status Apply(Applier<Tx>& a, const etcdserverpb::LeaseGrantRequest& r,
+                   etcdserverpb::LeaseGrantResponse* out) {
+  return a.LeaseGrant(r, out);
+}
+absl::Status Apply(Applier<Tx>& a, const etcdserverpb::LeaseRevokeRequest& r,
+                   etcdserverpb::LeaseRevokeResponse* out) {
+  return a.LeaseRevoke(r, out);
 }
 
 }  // namespace
@@ -97,6 +110,12 @@ void PatchEvents(std::vector<KeyEvent>* events, int64_t pending) {
   }
 }
 
+void PatchRevisions(etcdserverpb::LeaseGrantResponse* r, int64_t pending, int64_t current) {
+  PatchHeader(r->mutable_header(), pending, current);
+}
+void PatchRevisions(etcdserverpb::LeaseRevokeResponse* r, int64_t pending, int64_t current) {
+  PatchHeader(r->mutable_header(), pending, current);
+}
 void PatchRevisions(etcdserverpb::RangeResponse* r, int64_t pending, int64_t current) {
   PatchHeader(r->mutable_header(), pending, current);
   for (auto& kv : *r->mutable_kvs()) PatchKv(&kv, pending, current);
@@ -151,9 +170,12 @@ absl::StatusOr<std::unique_ptr<Store>> Store::Create(const StoreOptions& options
   std::unique_ptr<Store> s(new Store(options, wal));
   absl::Status created = runtime::stm::Atomically([&](Tx& tx) {
     auto root = store::NewTree(tx);
+    store::NewLeaseTrees(tx, root);
     tx.PublishAtCommit(s->root_, Ref<store::StoreRoot>(root));
   });
   if (!created.ok()) return created;
+  s->next_lease_id_.store(std::random_device{}() | (uint64_t{std::random_device{}()} << 32),
+                          std::memory_order_relaxed);
   s->time_base_ = runtime::stm::LastCommittedTime();
   // Revision 1 is the empty store: its (empty) events are known, so a watch may start at it.
   s->event_log_ = std::make_unique<watch::EventLog>(0);
@@ -442,6 +464,72 @@ void Store::ReadPastRanges(const etcdserverpb::TxnRequest& request, bool capped,
   }
 }
 
+// ----- leases
+// -----------------------------------------------------------------------------------------------
+
+absl::StatusOr<WriteResult<etcdserverpb::LeaseGrantResponse>> Store::LeaseGrant(
+    const etcdserverpb::LeaseGrantRequest& request) {
+  // etcd's lessor.Grant: too large a TTL is refused, too small a one raised to the minimum.
+  if (request.ttl() > kMaxLeaseTtl) return errors::LeaseTtlTooLarge();
+  etcdserverpb::LeaseGrantRequest granted = request;
+  granted.set_ttl(std::max(request.ttl(), kMinLeaseTtl));
+  const bool choose = request.id() == 0;
+  for (;;) {
+    if (choose) {
+      // etcd: a positive ID from its request ID generator; here a counter from a random start. Relaxed:
+      // only uniqueness matters, and a collision with a granted lease is retried below.
+      granted.set_id(static_cast<int64_t>(next_lease_id_.fetch_add(1, std::memory_order_relaxed) &
+                                          ((uint64_t{1} << 63) - 1)));
+      if (granted.id() == 0) continue;
+    }
+    auto result = Write<etcdserverpb::LeaseGrantRequest, etcdserverpb::LeaseGrantResponse>(
+        granted, kRecordLeaseGrant, 0);
+    if (choose && !result.ok() && result.status() == errors::LeaseExists()) continue;
+    return result;
+  }
+}
+
+absl::StatusOr<WriteResult<etcdserverpb::LeaseRevokeResponse>> Store::LeaseRevoke(
+    const etcdserverpb::LeaseRevokeRequest& request) {
+  return Write<etcdserverpb::LeaseRevokeRequest, etcdserverpb::LeaseRevokeResponse>(request,
+                                                                                    kRecordLeaseRevoke, 0);
+}
+
+uint64_t Store::VisibleTime() const {
+  const int64_t cap = ReadCap();
+  return cap > 0 ? TimeOf(std::min(CommittedRevision(), cap)) : 0;
+}
+
+absl::StatusOr<LeaseState> Store::LeaseAt(int64_t id, bool with_keys, bool newest) {
+  LeaseState state;
+  absl::Status s = runtime::stm::ReadOnlyAt(newest ? 0 : VisibleTime(), [&](SnapshotTx& tx) {
+    state.keys.clear();
+    state.id = id;
+    state.granted_ttl = store::LeaseTtl(tx, RootRef(), id);
+    if (state.granted_ttl != 0 && with_keys) state.keys = store::AttachedKeys(tx, RootRef(), id);
+    state.revision = static_cast<int64_t>((tx.snapshot_time() - time_base_) / 2) + 1;
+  });
+  if (!s.ok()) return s;
+  if (state.granted_ttl == 0) return errors::LeaseNotFound();
+  return state;
+}
+
+absl::StatusOr<std::vector<LeaseState>> Store::Leases(bool newest, int64_t* revision) {
+  std::vector<LeaseState> leases;
+  absl::Status s = runtime::stm::ReadOnlyAt(newest ? 0 : VisibleTime(), [&](SnapshotTx& tx) {
+    leases.clear();
+    size_t seen = 0;
+    store::ForEachLease(tx, RootRef(), [&](int64_t id, int64_t ttl) {
+      leases.push_back(LeaseState{id, ttl, {}, 0});
+      if (++seen % 4096 == 0) tx.Poll();
+      return true;
+    });
+    if (revision != nullptr) *revision = static_cast<int64_t>((tx.snapshot_time() - time_base_) / 2) + 1;
+  });
+  if (!s.ok()) return s;
+  return leases;
+}
+
 absl::StatusOr<etcdserverpb::CompactionResponse> Store::Compact(
     const etcdserverpb::CompactionRequest& request) {
   // One compaction at a time: its log write, then its effect. Waiting for the lock (another Compact may
@@ -499,7 +587,8 @@ absl::Status Store::WaitDurable(uint64_t lsn) {
 }
 
 absl::Status Store::ForEachAt(int64_t revision, const std::function<void(const StoredKeyValue&)>& visit,
-                              int64_t* snapshot_revision) {
+                              int64_t* snapshot_revision,
+                              const std::function<void(int64_t id, int64_t ttl)>* visit_lease) {
   const int64_t current = Revision();
   if (revision > current) return errors::FutureRevision();
   if (revision > 0 && (revision < CompactRevision() || revision < LoadFloor())) return errors::Compacted();
@@ -516,6 +605,14 @@ absl::Status Store::ForEachAt(int64_t revision, const std::function<void(const S
           visit(StoredKeyValue{r.key, r.value, r.create_revision, r.mod_revision, r.version, r.lease});
           return true;
         });
+    if (visit_lease != nullptr) {
+      size_t seen = 0;
+      store::ForEachLease(tx, RootRef(), [&](int64_t id, int64_t ttl) {
+        (*visit_lease)(id, ttl);
+        if (++seen % 4096 == 0) tx.Poll();
+        return true;
+      });
+    }
   });
   if (absl::IsFailedPrecondition(s)) return errors::Compacted();
   return s;
@@ -559,12 +656,31 @@ absl::Status Store::LoadEntries(const std::vector<StoredKeyValue>& batch, int64_
       e->version = item.version;
       e->lease = item.lease;
       store::Insert(tx, root, item.key, key, Ref<store::Entry>(e));
+      if (item.lease != 0) store::Attach(tx, root, item.lease, item.key);
     }
   });
   if (!s.ok()) return s;
   if (!batch.empty()) load_last_key_ = batch.back().key;
   load_count_ += batch.size();
   key_count_.fetch_add(static_cast<int64_t>(batch.size()), std::memory_order_relaxed);
+  return absl::OkStatus();
+}
+
+absl::Status Store::LoadLeases(const std::vector<std::pair<int64_t, int64_t>>& batch) {
+  std::optional<int64_t> last = load_last_lease_;
+  for (const auto& [id, ttl] : batch) {
+    if (id == 0 || ttl < 1 || ttl > kMaxLeaseTtl || (last.has_value() && id <= *last)) {
+      return absl::DataLossError(absl::StrCat("checkpoint lease ", id, " with TTL ", ttl,
+                                              " (IDs must ascend, not be 0, and TTLs be in 1..", kMaxLeaseTtl,
+                                              ")"));
+    }
+    last = id;
+  }
+  absl::Status s = runtime::stm::Atomically([&](Tx& tx) {
+    for (const auto& [id, ttl] : batch) store::InsertLease(tx, RootRef(), id, ttl);
+  });
+  if (!s.ok()) return s;
+  load_last_lease_ = last;
   return absl::OkStatus();
 }
 
@@ -631,6 +747,24 @@ absl::Status Store::Replay(int64_t revision, std::string_view payload) {
       if (!r.ParseFromArray(body.data(), static_cast<int>(body.size())))
         return absl::DataLossError("bad txn record");
       s = Write<etcdserverpb::TxnRequest, etcdserverpb::TxnResponse>(r, kRecordTxn, revision).status();
+      break;
+    }
+    case kRecordLeaseGrant: {
+      etcdserverpb::LeaseGrantRequest r;
+      if (!r.ParseFromArray(body.data(), static_cast<int>(body.size())))
+        return absl::DataLossError("bad lease grant record");
+      s = Write<etcdserverpb::LeaseGrantRequest, etcdserverpb::LeaseGrantResponse>(r, kRecordLeaseGrant,
+                                                                                   revision)
+              .status();
+      break;
+    }
+    case kRecordLeaseRevoke: {
+      etcdserverpb::LeaseRevokeRequest r;
+      if (!r.ParseFromArray(body.data(), static_cast<int>(body.size())))
+        return absl::DataLossError("bad lease revoke record");
+      s = Write<etcdserverpb::LeaseRevokeRequest, etcdserverpb::LeaseRevokeResponse>(r, kRecordLeaseRevoke,
+                                                                                     revision)
+              .status();
       break;
     }
     default:

@@ -33,6 +33,7 @@
 #include <limits>
 #include <memory>
 #include <mutex>
+#include <optional>
 #include <string>
 #include <string_view>
 #include <vector>
@@ -97,6 +98,20 @@ struct StoredKeyValue {
   int64_t lease;
 };
 
+// A lease as the store holds it: its ID, granted TTL (seconds) and, if asked for, its keys in key order.
+// Remaining TTLs are the lessor's (server/lease).
+struct LeaseState {
+  int64_t id = 0;
+  int64_t granted_ttl = 0;
+  std::vector<std::string> keys;
+  int64_t revision = 0;  // the revision of the state read
+};
+
+// etcd 3.4's lease TTL limits: lease.MaxLeaseTTL, and the minimum its server derives from the default
+// election timeout (3/2 of 10 ticks of 100 ms, rounded up to whole seconds). Shorter TTLs are raised.
+inline constexpr int64_t kMaxLeaseTtl = 9000000000;
+inline constexpr int64_t kMinLeaseTtl = 2;
+
 class Store {
  public:
   // Creates an empty store (revision 1). `wal` may be null (nothing is logged); it must outlive the
@@ -112,6 +127,24 @@ class Store {
   absl::StatusOr<WriteResult<etcdserverpb::TxnResponse>> Txn(const etcdserverpb::TxnRequest& request,
                                                              TxnReads reads = TxnReads::kDurable);
   absl::StatusOr<etcdserverpb::CompactionResponse> Compact(const etcdserverpb::CompactionRequest& request);
+
+  // ----- leases (etcd's Lease API; expiry and keep-alive are the lessor's, server/lease) -----
+  // Grants a lease: the request's ID, or one chosen here (positive, unused) if it is 0; the TTL checked
+  // as etcd's lessor.Grant ("too large lease TTL", OutOfRange) and raised to kMinLeaseTtl. Logged (the
+  // record holds the ID and TTL granted) and committed as one revision that changes no key. "lease
+  // already exists" (FailedPrecondition) for a granted ID.
+  absl::StatusOr<WriteResult<etcdserverpb::LeaseGrantResponse>> LeaseGrant(
+      const etcdserverpb::LeaseGrantRequest& request);
+  // Revokes a lease: deletes every key attached to it and the lease, in one logged revision.
+  // "requested lease not found" (NotFound) for an unknown lease.
+  absl::StatusOr<WriteResult<etcdserverpb::LeaseRevokeResponse>> LeaseRevoke(
+      const etcdserverpb::LeaseRevokeRequest& request);
+  // The lease `id` (with its keys if `with_keys`) at the visible revision, or at the newest commit if
+  // `newest` (recovery, the lessor). NotFound ("requested lease not found") if it is not granted there.
+  absl::StatusOr<LeaseState> LeaseAt(int64_t id, bool with_keys, bool newest = false);
+  // Every lease (without keys), in ID order, at the visible revision or the newest commit; the
+  // revision read in *revision if set.
+  absl::StatusOr<std::vector<LeaseState>> Leases(bool newest = false, int64_t* revision = nullptr);
 
   // Blocks (in a safe region) until the write's log record is durable: OK, or the error a client gets
   // for it (errors::LogFailure: etcd's "database space exceeded" for a full disk, Unavailable otherwise).
@@ -152,9 +185,11 @@ class Store {
 
   // ----- durability -----
   // Visits every key-value of the state at `revision` (0: newest), in key order, from one snapshot
-  // (writers keep going). Fails like Range at a past revision.
+  // (writers keep going), then, if `visit_lease` is set, every lease (ID, granted TTL) of the same
+  // state in ID order. Fails like Range at a past revision.
   absl::Status ForEachAt(int64_t revision, const std::function<void(const StoredKeyValue&)>& visit,
-                         int64_t* snapshot_revision);
+                         int64_t* snapshot_revision,
+                         const std::function<void(int64_t id, int64_t ttl)>* visit_lease = nullptr);
   // Recovery from a checkpoint of `revision`, before any other request: LoadEntries inserts a batch of
   // key-values in one transaction; they must come in strictly ascending key order across all batches,
   // with 1 <= create_revision <= mod_revision <= revision and version >= 1, else DataLoss naming the
@@ -162,6 +197,10 @@ class Store {
   // FinishLoad then makes `revision` the current revision and the oldest readable one, and restores
   // `compact_revision` (<= revision; 0: nothing compacted).
   absl::Status LoadEntries(const std::vector<StoredKeyValue>& batch, int64_t revision);
+  // Recovery from a checkpoint, after its entries and before FinishLoad: a batch of leases (ID, granted
+  // TTL), in strictly ascending ID order across batches, IDs not 0, TTLs in 1..kMaxLeaseTtl, else
+  // DataLoss (nothing of the batch is inserted). The keys loaded with a lease were attached to it.
+  absl::Status LoadLeases(const std::vector<std::pair<int64_t, int64_t>>& batch);
   absl::Status FinishLoad(int64_t revision, int64_t compact_revision);
   // Recovery, after the log is replayed: the compaction recorded by the compaction log. DataLoss if it
   // is past the current revision (the log lost records the compaction was acknowledged after).
@@ -189,6 +228,8 @@ class Store {
   void ReadPastRanges(const etcdserverpb::TxnRequest& request, bool capped, store::PastRanges* past);
   // The record to wait for before answering from the state at `read_revision`: 0 if it is durable.
   WalLsn LsnToWaitFor(int64_t read_revision) const;
+  // The runtime time of the visible revision (0: the newest, when reads are not capped).
+  uint64_t VisibleTime() const;
   // The newest committed revision; the revision client reads are capped at: the log's durable
   // revision (0: no cap, the store has no log); and the cap of Revision(): the durable revision once
   // the log has failed (0 while it works).
@@ -218,11 +259,13 @@ class Store {
   std::atomic<int64_t> load_floor_{std::numeric_limits<int64_t>::min()};  // nothing loaded: no floor
   std::string load_last_key_;
   uint64_t load_count_ = 0;
+  std::optional<int64_t> load_last_lease_;               // the last lease ID loaded (IDs must ascend)
   std::function<absl::Status(int64_t)> compaction_log_;  // set before any request, then read-only
   std::mutex compact_mu_;                                // serializes Compact (its log write and its effect)
   std::atomic<int64_t> compact_revision_{-1};  // as etcd: nothing compacted yet (Compact 0 succeeds)
   std::atomic<int64_t> key_count_{0};
   std::unique_ptr<watch::EventLog> event_log_;  // set in Create, never replaced
+  std::atomic<uint64_t> next_lease_id_{1};  // the next server-chosen lease ID (before masking)
 };
 
 }  // namespace revkv::server

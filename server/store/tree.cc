@@ -151,7 +151,8 @@ TypeDescriptor Inner::Describe() {
 }
 
 TypeDescriptor StoreRoot::Describe() {
-  return TypeDescriptor::Fixed<StoreRoot>("store.Root", &StoreRoot::tree);
+  return TypeDescriptor::Fixed<StoreRoot>("store.Root", &StoreRoot::tree, &StoreRoot::leases,
+                                          &StoreRoot::lease_keys);
 }
 
 WritePtr<StoreRoot> NewTree(Tx& tx) {

@@ -68,8 +68,12 @@ struct Inner : Node {
   static TypeDescriptor Describe();
 };
 
+// The root of a tree. The store's own root also names the lease table and the lease attachment index
+// (lease_table.h), each a tree under a StoreRoot of its own (whose two lease fields are null).
 struct StoreRoot : VersionedObject {
   Field<Node> tree;
+  Field<StoreRoot> leases;
+  Field<StoreRoot> lease_keys;
   static TypeDescriptor Describe();
 };
 

@@ -7,9 +7,10 @@
 //
 // Checks: no crash, leak or undefined behaviour; VerifyCheckpoint either accepts the file or fails with
 // DataLoss (damage) or FailedPrecondition (another format version); the load agrees with it: a verified
-// file is loaded, its entry count visited, while a damaged one is skipped, renamed .corrupt, and none
-// of its entries reaches the visitor; a file the reader accepts is exactly what CheckpointWriter writes
-// for the same revisions and entries (the format has one encoding, so nothing unchecked hides in it).
+// file is loaded, its entry count and lease count visited, while a damaged one is skipped, renamed .corrupt,
+// and none of its entries or leases reaches the visitors; a file the reader accepts is exactly what
+// CheckpointWriter writes for the same revisions, entries and leases (the format has one encoding, so nothing
+// unchecked hides in it).
 #include <cstdint>
 #include <cstring>
 #include <string>
@@ -52,16 +53,25 @@ void Run(const uint8_t* data, size_t size) {
   }
 
   std::vector<OwnedEntry> entries;
-  absl::StatusOr<CheckpointLoadResult> loaded =
-      LoadNewestValidCheckpoint(&fs, kDir, [&](const CheckpointEntry& e) {
+  std::vector<CheckpointLease> leases;
+  auto on_lease = [&](const CheckpointLease& l) {
+    leases.push_back(l);
+    return absl::OkStatus();
+  };
+  const CheckpointLeaseVisitor lease_visitor = on_lease;
+  absl::StatusOr<CheckpointLoadResult> loaded = LoadNewestValidCheckpoint(
+      &fs, kDir,
+      [&](const CheckpointEntry& e) {
         entries.push_back({std::string(e.key), std::string(e.value), e.create_revision, e.mod_revision,
                            e.version, e.lease});
         return absl::OkStatus();
-      });
+      },
+      &lease_visitor);
 
   if (!verified.ok()) {
-    FUZZ_CHECK(entries.empty(), "the visitor saw %zu entries of a checkpoint that fails verification",
-               entries.size());
+    FUZZ_CHECK(entries.empty() && leases.empty(),
+               "the visitors saw %zu entries and %zu leases of a checkpoint that fails verification",
+               entries.size(), leases.size());
     if (verified.status().code() == absl::StatusCode::kFailedPrecondition) {
       FUZZ_CHECK(!loaded.ok() && loaded.status().code() == absl::StatusCode::kFailedPrecondition,
                  "load of another format version: %s",
@@ -83,6 +93,9 @@ void Run(const uint8_t* data, size_t size) {
   FUZZ_CHECK(loaded->loaded->entry_count == entries.size() && verified->entry_count == entries.size(),
              "entry count %llu, visited %zu", static_cast<unsigned long long>(verified->entry_count),
              entries.size());
+  FUZZ_CHECK(loaded->loaded->lease_count == leases.size() && verified->lease_count == leases.size(),
+             "lease count %llu, visited %zu", static_cast<unsigned long long>(verified->lease_count),
+             leases.size());
   FUZZ_CHECK(verified->revision == revision && verified->compact_revision >= 0 &&
                  verified->compact_revision <= verified->revision && verified->bytes == size,
              "verified revision %lld, compact %lld, %llu bytes", static_cast<long long>(verified->revision),
@@ -109,6 +122,10 @@ void Run(const uint8_t* data, size_t size) {
     const absl::Status added =
         (*writer)->Add({e.key, e.value, e.create_revision, e.mod_revision, e.version, e.lease});
     FUZZ_CHECK(added.ok(), "Add: %s", added.ToString().c_str());
+  }
+  for (const CheckpointLease& l : leases) {
+    const absl::Status added = (*writer)->AddLease(l);
+    FUZZ_CHECK(added.ok(), "AddLease: %s", added.ToString().c_str());
   }
   absl::StatusOr<CheckpointInfo> written = (*writer)->Finish();
   FUZZ_CHECK(written.ok(), "Finish: %s", written.status().ToString().c_str());

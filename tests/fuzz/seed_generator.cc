@@ -71,7 +71,7 @@ std::string WalInput(const std::vector<std::string>& segments, int after_revisio
   return input;
 }
 
-std::string MakeCheckpoint(int64_t revision, int64_t compact_revision, int entries) {
+std::string MakeCheckpoint(int64_t revision, int64_t compact_revision, int entries, int leases = 0) {
   MemoryFileSystem fs;
   if (!fs.CreateDirectories("/ckpt").ok()) Die("mkdir");
   absl::StatusOr<std::unique_ptr<CheckpointWriter>> writer =
@@ -80,7 +80,11 @@ std::string MakeCheckpoint(int64_t revision, int64_t compact_revision, int entri
   for (int i = 0; i < entries; ++i) {
     const std::string key = "key/" + std::to_string(i);
     const std::string value(static_cast<size_t>(i) * 3, 'v');
-    if (absl::Status s = (*writer)->Add({key, value, i + 1, i + 2, 2, 0}); !s.ok()) Die(s.ToString());
+    const int64_t lease = leases > 0 ? i % leases + 1 : 0;
+    if (absl::Status s = (*writer)->Add({key, value, i + 1, i + 2, 2, lease}); !s.ok()) Die(s.ToString());
+  }
+  for (int i = 0; i < leases; ++i) {
+    if (absl::Status s = (*writer)->AddLease({i + 1, 10 * (i + 1)}); !s.ok()) Die(s.ToString());
   }
   absl::StatusOr<CheckpointInfo> info = (*writer)->Finish();
   if (!info.ok()) Die(info.status().ToString());
@@ -106,6 +110,7 @@ void Generate(const std::filesystem::path& corpus) {
   Write(ckpt / "empty", MakeCheckpoint(1, 0, 0));
   Write(ckpt / "three_entries", MakeCheckpoint(9, 0, 3));
   Write(ckpt / "compacted", MakeCheckpoint(40, 30, 5));
+  Write(ckpt / "leases", MakeCheckpoint(12, 0, 4, 2));
 
   const std::filesystem::path req = corpus / "store_request";
   {

@@ -1,7 +1,8 @@
 // The gRPC surface of a real revkv-server beyond the KV calls: grpc.health.v1.Health answers SERVING;
-// server reflection lists every service and describes etcd's and revkv's; etcd's Watch (on gRPC's
-// callback API) is served beside the completion-queue services; etcd services revkv does not implement
-// (Lease, Auth), and methods of served services it does not implement, answer UNIMPLEMENTED at once.
+// server reflection lists every service and describes etcd's and revkv's; etcd's Watch, Lease, Lock and
+// Election (on gRPC's callback API) are served beside the completion-queue services; etcd services revkv
+// does not implement (Auth), and methods of served services it does not implement, answer UNIMPLEMENTED
+// at once.
 //
 // Reflection: Debian ships neither grpc_cli nor the C++ reflection client
 // (ProtoReflectionDescriptorDatabase), so the test speaks the reflection protocol itself through stubs
@@ -132,13 +133,14 @@ TEST_F(Services, ReflectionListsEveryServedService) {
   ASSERT_TRUE(responses[0].has_list_services_response()) << responses[0].ShortDebugString();
   std::vector<std::string> names;
   for (const auto& s : responses[0].list_services_response().service()) names.push_back(s.name());
-  for (const char* expected : {"etcdserverpb.KV", "etcdserverpb.Watch", "etcdserverpb.Maintenance",
-                               "etcdserverpb.Cluster", "revkv.v1.KV", "revkv.v1.Admin",
-                               "grpc.health.v1.Health", "grpc.reflection.v1alpha.ServerReflection"}) {
+  for (const char* expected : {"etcdserverpb.KV", "etcdserverpb.Watch", "etcdserverpb.Lease",
+                               "etcdserverpb.Maintenance", "etcdserverpb.Cluster", "v3lockpb.Lock",
+                               "v3electionpb.Election", "revkv.v1.KV", "revkv.v1.Admin", "grpc.health.v1.Health",
+                               "grpc.reflection.v1alpha.ServerReflection"}) {
     EXPECT_NE(std::find(names.begin(), names.end(), expected), names.end())
         << expected << " is not listed; listed: " << ::testing::PrintToString(names);
   }
-  for (const char* absent : {"etcdserverpb.Lease", "etcdserverpb.Auth"}) {
+  for (const char* absent : {"etcdserverpb.Auth"}) {
     EXPECT_EQ(std::find(names.begin(), names.end(), absent), names.end()) << absent << " is listed";
   }
 }
@@ -168,12 +170,9 @@ TEST_F(Services, ReflectionDescribesEtcdAndRevkvServices) {
 
 TEST_F(Services, UnimplementedEtcdServicesAnswerUnimplemented) {
   const std::vector<std::string> methods = {
-      "/etcdserverpb.Lease/LeaseGrant",     "/etcdserverpb.Lease/LeaseRevoke",
-      "/etcdserverpb.Lease/LeaseKeepAlive", "/etcdserverpb.Lease/LeaseTimeToLive",
-      "/etcdserverpb.Lease/LeaseLeases",    "/etcdserverpb.Auth/Authenticate",
-      "/etcdserverpb.Auth/AuthEnable",      "/etcdserverpb.Auth/UserAdd",
-      "/etcdserverpb.Auth/RoleList",        "/etcdserverpb.KV/NoSuchMethod",
-      "/revkv.v1.Admin/NoSuchMethod",
+      "/etcdserverpb.Lease/NoSuchMethod", "/etcdserverpb.Watch/NoSuchMethod", "/etcdserverpb.Auth/Authenticate",
+      "/etcdserverpb.Auth/AuthEnable",    "/etcdserverpb.Auth/UserAdd",      "/etcdserverpb.Auth/RoleList",
+      "/etcdserverpb.KV/NoSuchMethod",    "/revkv.v1.Admin/NoSuchMethod",    "/v3lockpb.Lock/NoSuchMethod",
   };
   const std::vector<grpc::Status> statuses = CallEmpty(methods, std::chrono::seconds(10));
   for (size_t i = 0; i < methods.size(); ++i) {

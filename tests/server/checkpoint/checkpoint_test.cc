@@ -147,6 +147,87 @@ TEST(Checkpoint, VersionOneFilesStillLoad) {
   EXPECT_EQ(loaded.entries[1], (Entry{"b", "2", 3, 20, 5, 0}));
 }
 
+// Format 3: the leases follow the entries, covered by the CRC, and come back in order after them.
+TEST(Checkpoint, LeasesRoundTripAfterTheEntries) {
+  ScratchDir dir;
+  absl::StatusOr<std::unique_ptr<CheckpointWriter>> writer =
+      CheckpointWriter::Open(DefaultFileSystem(), dir.path(), 30, 10, 20);
+  ASSERT_TRUE(writer.ok()) << writer.status();
+  ASSERT_TRUE((*writer)->Add({"a", "1", 2, 4, 1, 7}).ok());
+  ASSERT_TRUE((*writer)->AddLease({-3, 5}).ok());
+  ASSERT_TRUE((*writer)->AddLease({7, 9000000000}).ok());
+  absl::StatusOr<CheckpointInfo> info = (*writer)->Finish();
+  ASSERT_TRUE(info.ok()) << info.status();
+  EXPECT_EQ(info->lease_count, 2u);
+  std::vector<std::string> order;
+  std::vector<CheckpointLease> leases;
+  auto on_lease = [&](const CheckpointLease& l) {
+    order.push_back("lease");
+    leases.push_back(l);
+    return absl::OkStatus();
+  };
+  CheckpointLeaseVisitor visit_lease = on_lease;  // a FunctionRef: the lambda must outlive it
+  absl::StatusOr<CheckpointLoadResult> result = LoadNewestValidCheckpoint(
+      DefaultFileSystem(), dir.path(),
+      [&](const CheckpointEntry&) {
+        order.push_back("entry");
+        return absl::OkStatus();
+      },
+      &visit_lease);
+  ASSERT_TRUE(result.ok() && result->loaded.has_value()) << result.status();
+  EXPECT_EQ(result->loaded->lease_count, 2u);
+  EXPECT_EQ(order, (std::vector<std::string>{"entry", "lease", "lease"}));
+  ASSERT_EQ(leases.size(), 2u);
+  EXPECT_EQ(leases[0].id, -3);
+  EXPECT_EQ(leases[0].ttl, 5);
+  EXPECT_EQ(leases[1].id, 7);
+  EXPECT_EQ(leases[1].ttl, 9000000000);
+  // A damaged lease is damage like any other: the CRC covers it.
+  std::string bytes = testing::ReadWholeFile(info->path);
+  bytes[bytes.size() - 16 - 3] ^= 1;
+  testing::WriteWholeFile(info->path, bytes);
+  EXPECT_EQ(VerifyCheckpoint(DefaultFileSystem(), info->path).status().code(), absl::StatusCode::kDataLoss);
+}
+
+TEST(Checkpoint, AnEntryAfterALeaseIsRefused) {
+  ScratchDir dir;
+  auto writer = CheckpointWriter::Open(DefaultFileSystem(), dir.path(), 3, 0);
+  ASSERT_TRUE(writer.ok());
+  ASSERT_TRUE((*writer)->AddLease({1, 5}).ok());
+  EXPECT_EQ((*writer)->Add({"a", "1", 1, 1, 1, 1}).code(), absl::StatusCode::kFailedPrecondition);
+}
+
+// Files written before leases existed (format version 2: a 48-byte header) still load, with no leases.
+TEST(Checkpoint, VersionTwoFilesStillLoadWithoutLeases) {
+  ScratchDir dir;
+  namespace format = checkpoint_format;
+  std::string bytes = format::EncodeHeader({20, 5, 1, 10, 0}).substr(0, format::kHeaderBytesV2);
+  const uint32_t version = 2;
+  std::memcpy(bytes.data() + 8, &version, 4);
+  format::AppendEntry({"a", "1", 2, 4, 1, 0}, &bytes);
+  bytes += format::EncodeFooter(Crc32c(bytes));
+  testing::WriteWholeFile(dir.File("checkpoint-0000000000000014.ckpt"), bytes);
+  int leases = 0;
+  auto on_lease = [&](const CheckpointLease&) {
+    ++leases;
+    return absl::OkStatus();
+  };
+  CheckpointLeaseVisitor visit_lease = on_lease;
+  int entries = 0;
+  absl::StatusOr<CheckpointLoadResult> result = LoadNewestValidCheckpoint(
+      DefaultFileSystem(), dir.path(),
+      [&](const CheckpointEntry&) {
+        ++entries;
+        return absl::OkStatus();
+      },
+      &visit_lease);
+  ASSERT_TRUE(result.ok() && result->loaded.has_value()) << result.status();
+  EXPECT_EQ(result->loaded->base_revision, 10);
+  EXPECT_EQ(result->loaded->lease_count, 0u);
+  EXPECT_EQ(entries, 1);
+  EXPECT_EQ(leases, 0);
+}
+
 TEST(Checkpoint, EmptyStoreRoundTrips) {
   ScratchDir dir;
   WriteCheckpoint(dir.path(), 7, {});
@@ -300,7 +381,7 @@ TEST(Checkpoint, UnknownFormatVersionIsAnErrorNotAFallback) {
   WriteCheckpoint(dir.path(), 10, RandomEntries(8, 10));
   const CheckpointInfo newest = WriteCheckpoint(dir.path(), 20, RandomEntries(9, 10));
   std::string bytes = testing::ReadWholeFile(newest.path);
-  bytes[8] = 3;  // versions 1 and 2 are read
+  bytes[8] = 4;  // versions 1 to 3 are read
   testing::WriteWholeFile(newest.path, bytes);
   Loaded loaded = Load(dir.path());
   EXPECT_EQ(loaded.result.status().code(), absl::StatusCode::kFailedPrecondition) << loaded.result.status();

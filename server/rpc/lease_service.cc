@@ -1,0 +1,107 @@
+// The Lease service (lease_service.h).
+#include "server/rpc/lease_service.h"
+
+#include "server/lease/lessor.h"
+#include "server/rpc/call.h"
+#include "server/rpc/status.h"
+
+namespace revkv::server {
+
+namespace {
+
+using etcdserverpb::LeaseKeepAliveRequest;
+using etcdserverpb::LeaseKeepAliveResponse;
+
+// One keep-alive stream: read a request, renew, write the answer, read the next; one operation
+// outstanding at a time, so the reactor's members need no lock. The stream ends when the client
+// closes it or the call is cancelled (the server's shutdown cancels every call).
+class KeepAliveReactor final : public grpc::ServerBidiReactor<LeaseKeepAliveRequest, LeaseKeepAliveResponse> {
+ public:
+  explicit KeepAliveReactor(ServerState* state) : state_(state) { StartRead(&request_); }
+
+  void OnReadDone(bool ok) override {
+    if (!ok) {  // the client closed its side, or the call was cancelled
+      Finish(grpc::Status::OK);
+      return;
+    }
+    // As etcd: the header is made before the renewal, so its revision is not after the keep-alive.
+    response_.Clear();
+    state_->FillHeader(response_.mutable_header());
+    // VisibleRevision reads only atomics (the runtime's time, the log's durable revision): safe on an
+    // unregistered thread.
+    response_.mutable_header()->set_revision(state_->engine->store().VisibleRevision());
+    response_.set_id(request_.id());
+    absl::StatusOr<int64_t> ttl = state_->lessor->Renew(request_.id());
+    response_.set_ttl(ttl.ok() ? *ttl : 0);  // etcd answers an unknown lease with TTL 0
+    StartWrite(&response_);
+  }
+
+  void OnWriteDone(bool ok) override {
+    if (!ok) {
+      Finish(grpc::Status::CANCELLED);
+      return;
+    }
+    StartRead(&request_);
+  }
+
+  void OnDone() override { delete this; }
+
+ private:
+  ServerState* const state_;
+  LeaseKeepAliveRequest request_;
+  LeaseKeepAliveResponse response_;
+};
+
+}  // namespace
+
+grpc::ServerBidiReactor<LeaseKeepAliveRequest, LeaseKeepAliveResponse>* LeaseService::LeaseKeepAlive(
+    grpc::CallbackServerContext* /*context*/) {
+  return new KeepAliveReactor(state_);
+}
+
+void PostLeaseCalls(LeaseService* service, grpc::ServerCompletionQueue* cq, ServerState* state) {
+  using namespace etcdserverpb;  // NOLINT: the message names read better unqualified here
+  PostUnary<LeaseService, LeaseGrantRequest, LeaseGrantResponse>(
+      service, &LeaseService::RequestLeaseGrant, cq, state, "LeaseGrant",
+      [state](auto* call) { FinishWrite(call, state, state->lessor->Grant(call->request())); });
+  PostUnary<LeaseService, LeaseRevokeRequest, LeaseRevokeResponse>(
+      service, &LeaseService::RequestLeaseRevoke, cq, state, "LeaseRevoke",
+      [state](auto* call) { FinishWrite(call, state, state->lessor->Revoke(call->request())); });
+  PostUnary<LeaseService, LeaseTimeToLiveRequest, LeaseTimeToLiveResponse>(
+      service, &LeaseService::RequestLeaseTimeToLive, cq, state, "LeaseTimeToLive", [state](auto* call) {
+        const LeaseTimeToLiveRequest& request = call->request();
+        LeaseTimeToLiveResponse r;
+        state->FillHeader(r.mutable_header());
+        r.set_id(request.id());
+        absl::StatusOr<LeaseState> lease = state->engine->store().LeaseAt(request.id(), request.keys());
+        absl::StatusOr<int64_t> remaining =
+            lease.ok() ? state->lessor->Remaining(request.id()) : absl::StatusOr<int64_t>(lease.status());
+        if (!lease.ok() && !absl::IsNotFound(lease.status())) {
+          return call->Finish(LeaseTimeToLiveResponse(), ToGrpc(lease.status()));
+        }
+        if (!remaining.ok()) {
+          // etcd's v3rpc: an unknown lease (or one expired, being revoked) is TTL -1, not an error.
+          r.mutable_header()->set_revision(state->engine->store().VisibleRevision());
+          r.set_ttl(-1);
+          return call->Finish(r, grpc::Status::OK);
+        }
+        r.mutable_header()->set_revision(lease->revision);
+        r.set_ttl(*remaining);
+        r.set_grantedttl(lease->granted_ttl);
+        for (const std::string& key : lease->keys) r.add_keys(key);
+        call->Finish(r, grpc::Status::OK);
+      });
+  PostUnary<LeaseService, LeaseLeasesRequest, LeaseLeasesResponse>(
+      service, &LeaseService::RequestLeaseLeases, cq, state, "LeaseLeases", [state](auto* call) {
+        int64_t revision = 0;
+        absl::StatusOr<std::vector<LeaseState>> leases = state->engine->store().Leases(false, &revision);
+        if (!leases.ok()) return call->Finish(LeaseLeasesResponse(), ToGrpc(leases.status()));
+        LeaseLeasesResponse r;
+        state->FillHeader(r.mutable_header());
+        r.mutable_header()->set_revision(revision);
+        for (const LeaseState& l : *leases) r.add_leases()->set_id(l.id);
+        call->Finish(r, grpc::Status::OK);
+      });
+}
+
+}  // namespace revkv::server
