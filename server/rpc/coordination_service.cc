@@ -13,6 +13,14 @@ namespace revkv::server {
 
 namespace {
 
+// etcd's Lock and Election servers are clients of etcd itself: an error of their inner calls (a lease
+// not found, a full disk) reaches the caller as a plain Go error, which gRPC sends as UNKNOWN with the
+// message. The coordinator's own errors are plain errors in etcd too. A cancelled call keeps CANCELLED.
+grpc::Status AsEtcdCoordinationError(const absl::Status& s) {
+  if (absl::IsCancelled(s)) return ToGrpc(s);
+  return grpc::Status(grpc::StatusCode::UNKNOWN, std::string(s.message()));
+}
+
 // One unary call answered by a coordinator operation, possibly much later. gRPC calls OnDone only after
 // Finish, and Finish is called once, by Complete: the operation's callback never outlives the reactor.
 template <class Response>
@@ -47,7 +55,7 @@ class CoordinationReactor final : public grpc::ServerUnaryReactor {
  private:
   void Complete(absl::StatusOr<Response> result) {
     if (!result.ok()) {
-      Finish(ToGrpc(result.status()));
+      Finish(AsEtcdCoordinationError(result.status()));
       return;
     }
     *response_ = std::move(*result);
@@ -128,7 +136,7 @@ class ObserveReactor final : public grpc::ServerWriteReactor<v3electionpb::Leade
     if (ended_) return;
     ended_ = true;
     // A cancelled Observe ends as etcd's does: the client's context error, which the client made.
-    end_status_ = ToGrpc(s);
+    end_status_ = AsEtcdCoordinationError(s);
     if (!writing_) Finish(end_status_);
   }
 
