@@ -375,6 +375,25 @@ TEST_P(Coordination, EtcdctlElectAndElectionServiceShareLeadership) {
   EXPECT_NE(r.out.find("\nctl\n"), std::string::npos) << r.Describe();
 }
 
+// A leader whose lease expires (nobody keeps it alive) hands over to a waiting `etcdctl elect`.
+TEST_P(Coordination, EtcdctlElectTakesOverWhenTheLeadersLeaseExpires) {
+  REVKV_NEED_TOOL(kEtcdctl, "etcd-client");
+  const int64_t short_lived = Grant(3);
+  ASSERT_TRUE(IsOk(Campaign("expiring-e", short_lived, "service").status));
+  const auto start = std::chrono::steady_clock::now();
+  auto campaigner = std::async(std::launch::async, [&] {
+    return RunCommand({kEtcdctl, "elect", "expiring-e", "ctl"}, "",
+                      {{"ETCDCTL_API", "3"}, {"ETCDCTL_ENDPOINTS", server_->address()}},
+                      std::chrono::seconds(12));
+  });
+  EXPECT_TRUE(Eventually([&] { return Leader("expiring-e").response.kv().value() == "ctl"; },
+                         std::chrono::seconds(11)))
+      << "etcdctl elect did not take over after the leader's lease expired";
+  EXPECT_GE(std::chrono::steady_clock::now() - start, std::chrono::seconds(1));
+  CommandResult r = campaigner.get();
+  EXPECT_NE(r.out.find("\nctl\n"), std::string::npos) << r.Describe();
+}
+
 // python3-etcd3 driving a lock over KV, Lease and Watch across processes: a lease, a put-if-absent Txn
 // with it, and a watch for the holder's key to change while it is taken. (The library's own Lock class
 // fails as soon as it has to wait, against etcd too: Debian's tenacity calls its wait callback with
