@@ -234,7 +234,7 @@ class Applier {
     ReadPtr<Entry> old = Find(tx_, root_, p.key());
     if ((p.ignore_value() || p.ignore_lease()) && !old) return errors::KeyNotFound();
     if (old) {
-      const KvRecord o = Record(old);
+      KvRecord o = Record(old);
       if (p.prev_kv()) ToProto(o, false, out->mutable_prev_kv());
       WritePtr<Entry> w = tx_.Write(old);
       if (!p.ignore_value()) w.Set(&Entry::value, tx_.NewBytes(p.value()));
@@ -251,7 +251,7 @@ class Applier {
                          o.version + 1,
                          w->lease};
         ev.has_prev = true;
-        ev.prev = o;
+        ev.prev = std::move(o);  // the last use of o
       }
     } else {
       WritePtr<Entry> e = tx_.template New<Entry>();
