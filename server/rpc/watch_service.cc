@@ -13,6 +13,8 @@ using etcdserverpb::WatchResponse;
 // One Watch stream. Reads requests one at a time and hands them to the hub; writes the stream's queued
 // responses one at a time. Finish is called once, when the call is canceled (the client went away, or
 // the server shuts down) or a write fails, and only while no write is in flight; OnDone deletes it.
+// Thread-safety: thread-safe (gRPC runs its reactions on its threads; the hub calls TryWrite, through
+// the stream's on_ready, from the dispatcher or a request's thread).
 class WatchReactor final : public grpc::ServerBidiReactor<WatchRequest, WatchResponse> {
  public:
   WatchReactor(ServerState* state, watch::WatchHub* hub) : state_(state), hub_(hub) {
