@@ -136,7 +136,7 @@ WatchService::WatchService(ServerState* state) : state_(state) {
   watch::HubOptions options;
   // etcd splits fragmenting watchers' responses at max_request_bytes plus its gRPC overhead allowance
   // (512 KiB, the same slack the receive limit has).
-  options.max_request_bytes = state->config->max_request_bytes + 512 * 1024;
+  options.max_request_bytes = state->config->max_request_bytes + size_t{512} * 1024;
   options.progress_interval =
       std::chrono::milliseconds(absl::ToInt64Milliseconds(state->config->watch_progress_notify_interval));
   hub_ = std::make_unique<watch::WatchHub>(std::move(source), options);
