@@ -80,6 +80,7 @@ absl::Status RpcServer::Start() {
   builder.RegisterService(&etcd_.cluster);
   watch_ = std::make_unique<WatchService>(state_);
   builder.RegisterService(watch_.get());
+  state_->watch_hub.store(&watch_->hub(), std::memory_order_release);
   builder.RegisterService(pipeline_.get());
   builder.RegisterService(admin_.get());
   for (int i = 0; i < config.workers; ++i) queues_.push_back(builder.AddCompletionQueue());
@@ -134,6 +135,7 @@ void RpcServer::Shutdown(std::chrono::milliseconds grace) {
   for (auto& q : queues_) q->Shutdown();
   for (auto& w : workers_) w.join();
   workers_.clear();
+  state_->watch_hub.store(nullptr, std::memory_order_release);
   if (watch_ != nullptr) watch_->Stop();  // every stream has ended (Shutdown waits for them)
 }
 
