@@ -351,6 +351,39 @@ print('\n'.join(seen))
 INSTANTIATE_TEST_SUITE_P(Servers, WatchTools, ::testing::Values(Flavor::kRevkv, Flavor::kEtcd),
                          [](const ::testing::TestParamInfo<Flavor>& p) { return FlavorName(p.param); });
 
+// After a restart the history is rebuilt from the log: checkpoints are taken at the history window's
+// oldest revision and the log after it is replayed, so a watch from any revision after it gets every
+// event again, as from etcd's backend.
+TEST(WatchRestart, HistoryIsRebuiltAfterARestart) {
+  ServerOptions options;
+  options.extra_flags = {"--checkpoint-interval=10"};
+  ServerProcess server(options);
+  ASSERT_TRUE(server.Start());
+  {
+    auto kv = KV::NewStub(server.NewChannel());
+    for (int i = 0; i < 25; ++i) {
+      ASSERT_TRUE(IsOk(Call(kv.get(), &KV::Stub::Put, PutOf("r", std::to_string(i))).status));
+    }
+  }
+  ASSERT_TRUE(server.Stop());
+  ASSERT_TRUE(server.Start());
+  WatchClient w(server.NewChannel());
+  ASSERT_TRUE(w.Create("r", "", 2));
+  WatchResponse r;
+  ASSERT_TRUE(w.Read(&r));
+  EXPECT_TRUE(r.created());
+  int64_t next = 2;
+  while (next <= 26 && w.Read(&r)) {
+    ASSERT_FALSE(r.canceled()) << r.ShortDebugString();
+    for (const auto& e : r.events()) {
+      EXPECT_EQ(e.kv().mod_revision(), next);
+      EXPECT_EQ(e.kv().value(), std::to_string(next - 2));
+      ++next;
+    }
+  }
+  EXPECT_EQ(next, 27);
+}
+
 // SIGTERM with watch streams open: the server ends them and exits at once, not after a grace period.
 TEST(WatchShutdown, OpenStreamsDoNotHoldUpShutdown) {
   ServerProcess server;
