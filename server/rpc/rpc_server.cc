@@ -96,6 +96,7 @@ absl::Status RpcServer::Start() {
   builder.RegisterService(&etcd_.cluster);
   watch_ = std::make_unique<WatchService>(state_);
   builder.RegisterService(watch_.get());
+  state_->watch_hub.store(&watch_->hub(), std::memory_order_release);
   coordination_executor_ = std::make_unique<RuntimeExecutor>("coordination");
   coordination_events_ = std::make_unique<HubEventSource>(&watch_->hub(), coordination_executor_.get());
   Lessor* lessor = state_->lessor;
@@ -164,6 +165,7 @@ void RpcServer::Shutdown(std::chrono::milliseconds grace) {
   workers_.clear();
   // Every Lock and Election call has ended (their cancellations ran on the coordination thread).
   if (coordination_executor_ != nullptr) coordination_executor_->Stop();
+  state_->watch_hub.store(nullptr, std::memory_order_release);
   if (watch_ != nullptr) watch_->Stop();  // every stream has ended (Shutdown waits for them)
 }
 

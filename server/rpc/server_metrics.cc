@@ -6,6 +6,7 @@
 
 #include "runtime/gc/gc.h"
 #include "runtime/stm/stm.h"
+#include "server/watch/watch_hub.h"
 
 namespace revkv::server {
 
@@ -100,6 +101,17 @@ void CollectStore(ServerState* state, MetricWriter& w) {
   w.WriteGauge("revkv_store_keys", "Keys in the store.", static_cast<double>(store.KeyCount()));
   w.WriteGauge("revkv_store_read_only", "1 when a disk error has stopped writes (until a restart).",
                engine->write_status().ok() ? 0.0 : 1.0);
+  w.WriteGauge("revkv_watch_history_revisions", "Revisions whose events the watch history holds.",
+               static_cast<double>(store.events().revisions()));
+  w.WriteGauge("revkv_watch_history_bytes", "Approximate memory the watch history's events hold.",
+               static_cast<double>(store.events().bytes()));
+  if (watch::WatchHub* hub = state->watch_hub.load(std::memory_order_acquire)) {
+    w.WriteGauge("revkv_watch_watchers", "Watchers on all Watch streams.",
+                 static_cast<double>(hub->watchers()));
+    w.WriteGauge("revkv_watch_unsynced_watchers",
+                 "Watchers catching up from the history (behind the dispatched revision).",
+                 static_cast<double>(hub->unsynced()));
+  }
   const WalStats wal = engine->wal().stats();
   w.WriteCounter("revkv_wal_written_bytes_total", "Bytes written to the write-ahead log.",
                  static_cast<double>(wal.bytes_written));

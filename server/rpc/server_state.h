@@ -13,6 +13,10 @@
 #include "server/engine/engine.h"
 #include "server/ops/metrics.h"
 
+namespace revkv::server::watch {
+class WatchHub;
+}  // namespace revkv::server::watch
+
 namespace revkv::server {
 
 // The version string revkv reports (Maintenance/Status, ServerInfo, --version). etcd clients parse the
@@ -52,6 +56,11 @@ struct ServerState {
   // reach zero. Incremented relaxed; decremented with release, read with acquire, so a shutdown that
   // sees zero also sees every answer handed to gRPC.
   std::atomic<int64_t> requests_in_flight{0};
+
+  // The Watch service's hub, for metrics: set by RpcServer::Start once the service exists and cleared
+  // by its Shutdown before the hub goes away (release), read by the metrics collector (acquire: it sees
+  // the hub constructed). Null while there is none.
+  std::atomic<watch::WatchHub*> watch_hub{nullptr};
 };
 
 }  // namespace revkv::server

@@ -13,6 +13,8 @@ using etcdserverpb::WatchResponse;
 // One Watch stream. Reads requests one at a time and hands them to the hub; writes the stream's queued
 // responses one at a time. Finish is called once, when the call is canceled (the client went away, or
 // the server shuts down) or a write fails, and only while no write is in flight; OnDone deletes it.
+// Thread-safety: thread-safe (gRPC runs its reactions on its threads; the hub calls TryWrite, through
+// the stream's on_ready, from the dispatcher or a request's thread).
 class WatchReactor final : public grpc::ServerBidiReactor<WatchRequest, WatchResponse> {
  public:
   WatchReactor(ServerState* state, watch::WatchHub* hub) : state_(state), hub_(hub) {
@@ -134,7 +136,7 @@ WatchService::WatchService(ServerState* state) : state_(state) {
   watch::HubOptions options;
   // etcd splits fragmenting watchers' responses at max_request_bytes plus its gRPC overhead allowance
   // (512 KiB, the same slack the receive limit has).
-  options.max_request_bytes = state->config->max_request_bytes + 512 * 1024;
+  options.max_request_bytes = state->config->max_request_bytes + size_t{512} * 1024;
   options.progress_interval =
       std::chrono::milliseconds(absl::ToInt64Milliseconds(state->config->watch_progress_notify_interval));
   hub_ = std::make_unique<watch::WatchHub>(std::move(source), options);

@@ -238,7 +238,7 @@ class Applier {
     ReadPtr<Entry> old = Find(tx_, root_, p.key());
     if ((p.ignore_value() || p.ignore_lease()) && !old) return errors::KeyNotFound();
     if (old) {
-      const KvRecord o = Record(old);
+      KvRecord o = Record(old);
       if (p.prev_kv()) ToProto(o, false, out->mutable_prev_kv());
       WritePtr<Entry> w = tx_.Write(old);
       if (!p.ignore_value()) w.Set(&Entry::value, tx_.NewBytes(p.value()));
@@ -255,7 +255,7 @@ class Applier {
                          o.version + 1,
                          w->lease};
         ev.has_prev = true;
-        ev.prev = o;
+        ev.prev = std::move(o);  // the last use of o
       }
       if (w->lease != o.lease) {  // moved to another lease (or to none): the index follows
         if (o.lease != 0) Detach(tx_, root_, o.lease, p.key());

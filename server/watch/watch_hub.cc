@@ -342,7 +342,11 @@ void WatchHub::Pass() {
           if (w->stream->Push(std::move(responses), force)) {
             w->progress_due = false;
           } else {
+#ifdef REVKV_MUTATION_WATCH_SKIP_ON_FALL_BEHIND  // mutation switch: the revision that did not fit is lost
+            w->next = b->revision + 1;
+#else
             w->next = b->revision;  // catches up from here, from the history
+#endif
             fell_behind.push_back(w);
           }
         }

@@ -88,6 +88,10 @@ TEST_F(OpsEndpoint, MetricsCountTheRequestsMadeAndReportTheStore) {
   EXPECT_EQ(s.Value("revkv_store_revision"), 8);
   EXPECT_EQ(s.Value("revkv_store_keys"), 7);
   EXPECT_EQ(s.Value("revkv_store_read_only"), 0);
+  EXPECT_EQ(s.Value("revkv_watch_history_revisions"), 8);  // the empty store's revision 1, then 7 puts
+  EXPECT_GT(s.Value("revkv_watch_history_bytes"), 0);
+  EXPECT_EQ(s.Value("revkv_watch_watchers"), 0);
+  EXPECT_EQ(s.Value("revkv_watch_unsynced_watchers"), 0);
   EXPECT_EQ(s.Value("revkv_heap_bytes{space=\"max\"}"), 2147483648.0);
   EXPECT_GT(s.Value("revkv_heap_bytes{space=\"committed\"}"), 0);
   EXPECT_GE(s.Value("revkv_heap_bytes{space=\"retained\"}"), 0);

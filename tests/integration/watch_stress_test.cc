@@ -1,6 +1,7 @@
 // Watch under load against a real server: writers (multi-key Txns, deletes) and many watchers (prefixes,
 // a single key, a from-key range, one deliberately slow stream), across a Compact: every watcher's event
 // stream equals the acknowledged writes in its range, in revision order, with no gap and no duplicate.
+// A Compact that overtakes a watcher which fell behind cancels it with compact_revision (etcd's answer).
 // And across a SIGKILL: a watcher resuming from its last seen revision + 1 gets exactly the acknowledged
 // events after it. Seeded; the seed is printed (REVKV_SEED=<n> reruns it).
 #include <gtest/gtest.h>
@@ -277,6 +278,70 @@ TEST(WatchStress, EveryWatcherSeesExactlyTheAcknowledgedWritesInItsRange) {
   ASSERT_TRUE(late.Read(&r));
   EXPECT_TRUE(r.canceled());
   EXPECT_EQ(r.compact_revision(), start);
+}
+
+// A watcher that reads nothing falls behind; a Compact past its position then cancels it with
+// compact_revision, after a gap-free prefix of the history; resuming there gives the rest.
+TEST(WatchStress, ACompactionOvertakingASlowWatcherCancelsItAfterAGapFreePrefix) {
+  ServerProcess server;
+  ASSERT_TRUE(server.Start());
+  auto writer_channel = OwnChannel(server, 0);
+  auto kv = KV::NewStub(writer_channel);
+  auto first = Call(kv.get(), &KV::Stub::Range, RangeOf("any"));
+  ASSERT_TRUE(IsOk(first.status));
+  const int64_t start = first.response.header().revision() + 1;
+  WatchClient slow(OwnChannel(server, 1));
+  ASSERT_TRUE(slow.Create("s/", "s0", start));
+  WatchResponse r;
+  ASSERT_TRUE(slow.Read(&r));
+  ASSERT_TRUE(r.created());
+  // 12 MB of events, far past what the connection and the stream's queue can hold unread.
+  std::mutex mu;
+  std::map<int64_t, std::string> acked;  // revision -> key
+  std::vector<std::thread> writers;
+  for (int t = 0; t < 4; ++t) {
+    writers.emplace_back([&, t] {
+      auto stub = KV::NewStub(OwnChannel(server, 10 + t));
+      for (int i = 0; i < 750; ++i) {
+        const std::string key = "s/" + std::to_string(t) + "/" + std::to_string(i % 10);
+        auto reply = Call(stub.get(), &KV::Stub::Put, PutOf(key, std::string(4096, 'x')));
+        ASSERT_TRUE(IsOk(reply.status));
+        std::lock_guard<std::mutex> lock(mu);
+        acked[reply.response.header().revision()] = key;
+      }
+    });
+  }
+  for (auto& w : writers) w.join();
+  ASSERT_FALSE(HasFatalFailure());
+  const int64_t last = acked.rbegin()->first;
+  ASSERT_EQ(static_cast<int64_t>(acked.size()), last - start + 1);
+  etcdserverpb::CompactionRequest compact;
+  compact.set_revision(last);
+  ASSERT_TRUE(IsOk(Call(kv.get(), &KV::Stub::Compact, compact).status));
+
+  int64_t next = start;
+  bool canceled = false;
+  while (!canceled && slow.Read(&r)) {
+    for (const auto& e : r.events()) {
+      ASSERT_EQ(e.kv().mod_revision(), next) << "gap or duplicate";
+      ASSERT_EQ(e.kv().key(), acked[next]);
+      ++next;
+    }
+    if (r.canceled()) {
+      canceled = true;
+      EXPECT_EQ(r.compact_revision(), last);
+      EXPECT_EQ(r.events_size(), 0);
+    }
+  }
+  ASSERT_TRUE(canceled) << "the watcher never fell behind (it saw up to " << next - 1 << ")";
+  EXPECT_LT(next, last);
+  // From the compaction's revision the history is there.
+  ASSERT_TRUE(slow.Create("s/", "s0", last));
+  ASSERT_TRUE(slow.Read(&r));
+  EXPECT_TRUE(r.created());
+  ASSERT_TRUE(slow.Read(&r));
+  ASSERT_EQ(r.events_size(), 1);
+  EXPECT_EQ(r.events(0).kv().mod_revision(), last);
 }
 
 // SIGKILL during writes with a watcher attached; after the restart a watcher resuming from its last
