@@ -208,6 +208,13 @@ absl::Status Engine::Recover(RecoveryReport* report) {
         absl::StrCat(wal.status().message(), " (after falling back: ", report->checkpoint.ToString(), ")"));
   }
   wal_ = std::move(*wal);
+  if (const std::optional<WalCorruption>& covered = report->wal.covered_damage; covered.has_value()) {
+    // Nothing is lost (the checkpoint holds what the damaged records held), but the disk damaged data.
+    spdlog::error(
+        "the log is damaged at {} byte offset {} ({}); the checkpoint holds everything the damaged "
+        "record(s) held, so recovery passed over {} of them and lost nothing. Check the disk",
+        covered->segment, covered->offset, covered->reason, report->wal.covered_records_skipped);
+  }
 
   // Never start with less than a checkpoint passed over shows was reached: its state was acknowledged
   // (a checkpoint is valid only once the log is synced through it), so the log should reach it.

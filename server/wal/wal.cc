@@ -49,6 +49,10 @@ std::string WalRecoveryReport::ToString() const {
   if (covered_records_skipped > 0) {
     absl::StrAppend(&s, "; passed over ", covered_records_skipped,
                     " damaged record(s) at or below the checkpoint's revision");
+    if (covered_damage) {
+      absl::StrAppend(&s, ", the first at ", covered_damage->segment, " offset ", covered_damage->offset,
+                      " (", covered_damage->reason, ")");
+    }
   }
   if (!removed_segments.empty()) {
     absl::StrAppend(&s, "; removed ", absl::StrJoin(removed_segments, ", "));

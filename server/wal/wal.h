@@ -76,13 +76,14 @@ struct WalRecoveryReport {
   int64_t last_revision = 0;      // last good record read (0: none)
   uint64_t records_replayed = 0;  // records after after_revision passed to the visitor
   uint64_t segments_read = 0;
-  uint64_t covered_records_skipped = 0;  // damaged records at or below after_revision, passed over
-  std::optional<WalCorruption> corruption;    // set if a torn tail was cut (never for other damage)
-  uint64_t bytes_truncated = 0;               // bytes cut from the segment named in `corruption`
-  std::vector<std::string> removed_segments;  // the newest segment, if its header was torn
-  std::string broken_copy;                    // where what was cut is kept (<segment>.broken), if cut
-  int64_t next_revision = 0;                  // the revision the next Append must carry
-  std::string segment;                        // the segment appends continue in
+  uint64_t covered_records_skipped = 0;         // damaged records at or below after_revision, passed over
+  std::optional<WalCorruption> covered_damage;  // the first of them (the server warns about it)
+  std::optional<WalCorruption> corruption;      // set if a torn tail was cut (never for other damage)
+  uint64_t bytes_truncated = 0;                 // bytes cut from the segment named in `corruption`
+  std::vector<std::string> removed_segments;    // the newest segment, if its header was torn
+  std::string broken_copy;                      // where what was cut is kept (<segment>.broken), if cut
+  int64_t next_revision = 0;                    // the revision the next Append must carry
+  std::string segment;                          // the segment appends continue in
 
   // One line for the log.
   std::string ToString() const;

@@ -143,5 +143,77 @@ TEST(EngineRepair, AZeroSectorBelowTheCheckpointsRevisionIsDamageAndNothingIsCut
   fs::remove_all(dir);
 }
 
+// An idle log whose last record is R, a checkpoint at R holding R, and R's bytes damaged: the checkpoint
+// holds everything R held and nothing follows it, so the engine starts with every step, reports the
+// damage, and writes on. (Before, recovery refused the log.) The same damage with the checkpoint at
+// R - 1 loses R: still refused, nothing changed.
+TEST(EngineRepair, ADamagedLastRecordTheCheckpointHoldsLosesNothing) {
+  const std::string dir = TempDir("covered-last");
+  EngineOptions o = Options(dir);  // history_revisions 1: the checkpoint holds its own revision
+  int64_t r = 0;
+  ASSERT_CHILD_PASSES([&] {
+    auto engine = Engine::Open(o, nullptr);
+    CHILD_CHECK(engine.ok(), "%s", engine.status().ToString().c_str());
+    absl::Status s = WriteSteps((*engine)->store(), 1, 30);
+    CHILD_CHECK(s.ok(), "%s", s.ToString().c_str());
+    absl::StatusOr<CheckpointStats> c = (*engine)->Checkpoint();
+    CHILD_CHECK(c.ok() && c->revision == 31 && c->base_revision == 31, "checkpoint");
+    return 0;
+  });
+  r = 31;
+  const RecordPlace place = FindLogRecord(dir + "/wal", r);
+  ASSERT_FALSE(place.path.empty());
+  ASSERT_TRUE(DamageLogRecord(dir + "/wal", r));
+  ASSERT_CHILD_PASSES([&] {
+    RecoveryReport report;
+    auto engine = Engine::Open(o, &report);
+    CHILD_CHECK(engine.ok(), "%s", engine.status().ToString().c_str());
+    CHILD_CHECK(report.wal.covered_damage.has_value() && report.wal.covered_damage->segment == place.path &&
+                    report.wal.covered_damage->offset == place.offset,
+                "the damage is not reported: %s", report.wal.ToString().c_str());
+    int64_t steps = 0;
+    std::string problem = CheckSteps((*engine)->store(), 30, &steps);
+    CHILD_CHECK(problem.empty(), "%s", problem.c_str());
+    absl::Status s = WriteSteps((*engine)->store(), 31, 35);
+    CHILD_CHECK(s.ok(), "%s", s.ToString().c_str());
+    return 0;
+  });
+  ASSERT_CHILD_PASSES([&] {
+    auto engine = Engine::Open(o, nullptr);
+    CHILD_CHECK(engine.ok(), "%s", engine.status().ToString().c_str());
+    int64_t steps = 0;
+    std::string problem = CheckSteps((*engine)->store(), 35, &steps);
+    CHILD_CHECK(problem.empty(), "%s", problem.c_str());
+    return 0;
+  });
+  fs::remove_all(dir);
+
+  // The checkpoint at R - 1: record R is the store's only copy of step 31.
+  const std::string dir2 = TempDir("uncovered-last");
+  o = Options(dir2);
+  ASSERT_CHILD_PASSES([&] {
+    auto engine = Engine::Open(o, nullptr);
+    CHILD_CHECK(engine.ok(), "%s", engine.status().ToString().c_str());
+    absl::Status s = WriteSteps((*engine)->store(), 1, 30);
+    CHILD_CHECK(s.ok(), "%s", s.ToString().c_str());
+    CHILD_CHECK((*engine)->Checkpoint().ok(), "checkpoint at 31");
+    s = WriteSteps((*engine)->store(), 31, 31);
+    CHILD_CHECK(s.ok(), "%s", s.ToString().c_str());
+    return 0;
+  });
+  ASSERT_TRUE(DamageLogRecord(dir2 + "/wal", 32));
+  const std::string segment = FindLogRecord(dir2 + "/wal", 32).path;
+  const std::string before = ReadWhole(segment);
+  ASSERT_CHILD_PASSES([&] {
+    auto engine = Engine::Open(o, nullptr);
+    CHILD_CHECK(absl::IsDataLoss(engine.status()), "%s", engine.status().ToString().c_str());
+    CHILD_CHECK(engine.status().ToString().find("revision 32") != std::string::npos, "%s",
+                engine.status().ToString().c_str());
+    return 0;
+  });
+  EXPECT_EQ(ReadWhole(segment), before);
+  fs::remove_all(dir2);
+}
+
 }  // namespace
 }  // namespace revkv::server
