@@ -72,6 +72,7 @@ std::string WalRepairReport::ToString() const {
   if (last_lost_revision == 0) absl::StrAppend(&s, " (no intact record after the damage)");
   absl::StrAppend(&s, ", ", bytes_moved, " byte(s)");
   for (const auto& [from, to] : moved) absl::StrAppend(&s, "\n  moved aside: ", from, " -> ", to);
+  if (!recovery_outlook.empty()) absl::StrAppend(&s, "\n  next start: ", recovery_outlook);
   return s;
 }
 

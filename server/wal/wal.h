@@ -97,6 +97,9 @@ struct WalRepairReport {
   int64_t last_lost_revision = 0;       // highest intact record moved aside (0: none found)
   uint64_t bytes_moved = 0;             // bytes from the bad one on that are no longer in the log
   std::vector<std::pair<std::string, std::string>> moved;  // (segment, where its original bytes now are)
+  // Set by RepairLog (server/engine): which checkpoint recovery will use with the log as it is now, or
+  // that none can be used and why (empty from RepairWal alone, and when nothing was changed).
+  std::string recovery_outlook;
 
   // A few lines for an operator.
   std::string ToString() const;

@@ -215,5 +215,58 @@ TEST(EngineRepair, ADamagedLastRecordTheCheckpointHoldsLosesNothing) {
   fs::remove_all(dir2);
 }
 
+// The repair report says what the next start will do with the log as the repair leaves it: which
+// checkpoint recovery will use, or, when the repair cut the log below what a checkpoint needs, that none
+// can be used (recovery loads that checkpoint and refuses). Each claim is checked by starting.
+TEST(EngineRepair, TheRepairReportSaysWhichCheckpointTheNextStartUses) {
+  for (const int64_t damaged : {int64_t{80}, int64_t{110}}) {
+    SCOPED_TRACE(damaged);
+    const std::string dir = TempDir("repair-outlook");
+    EngineOptions o = Options(dir);
+    o.store.history_revisions = 40;  // the checkpoint at 101 holds revision 62: 63..101 are replayed
+    ASSERT_CHILD_PASSES([&] {
+      auto engine = Engine::Open(o, nullptr);
+      CHILD_CHECK(engine.ok(), "%s", engine.status().ToString().c_str());
+      absl::Status s = WriteSteps((*engine)->store(), 1, 100);
+      CHILD_CHECK(s.ok(), "%s", s.ToString().c_str());
+      absl::StatusOr<CheckpointStats> c = (*engine)->Checkpoint();
+      CHILD_CHECK(c.ok() && c->revision == 101 && c->base_revision < 80, "checkpoint");
+      s = WriteSteps((*engine)->store(), 101, 120);
+      CHILD_CHECK(s.ok(), "%s", s.ToString().c_str());
+      return 0;
+    });
+    ASSERT_TRUE(DamageLogRecord(dir + "/wal", damaged));
+    const std::string checkpoint = CheckpointPath(dir, 101);
+    ASSERT_CHILD_PASSES([&] {
+      absl::StatusOr<WalRepairReport> repair = RepairLog(o);
+      CHILD_CHECK(repair.ok(), "%s", repair.status().ToString().c_str());
+      const std::string text = repair->ToString();
+      std::printf("%s\n", text.c_str());
+      if (damaged <= 101) {
+        CHILD_CHECK(repair->recovery_outlook.find("no checkpoint can be used") != std::string::npos &&
+                        repair->recovery_outlook.find(checkpoint) != std::string::npos &&
+                        repair->recovery_outlook.find("before revision 101") != std::string::npos,
+                    "%s", text.c_str());
+        auto engine = Engine::Open(o, nullptr);
+        CHILD_CHECK(absl::IsDataLoss(engine.status()), "the report said recovery refuses: %s",
+                    engine.status().ToString().c_str());
+      } else {
+        CHILD_CHECK(repair->recovery_outlook.find("recovery will use the checkpoint " + checkpoint) !=
+                            std::string::npos &&
+                        repair->recovery_outlook.find("through revision 109") != std::string::npos,
+                    "%s", text.c_str());
+        CHILD_CHECK(text.find("next start: recovery will use the checkpoint") != std::string::npos, "%s",
+                    text.c_str());
+        auto engine = Engine::Open(o, nullptr);
+        CHILD_CHECK(engine.ok(), "the report said recovery starts: %s", engine.status().ToString().c_str());
+        CHILD_CHECK((*engine)->store().Revision() == 109, "revision %lld",
+                    static_cast<long long>((*engine)->store().Revision()));
+      }
+      return 0;
+    });
+    fs::remove_all(dir);
+  }
+}
+
 }  // namespace
 }  // namespace revkv::server
