@@ -239,8 +239,8 @@ bool DamagedRecordEndsTheSegment(std::string_view rest, const std::optional<wal_
 // last part that runs to the end of the file. A zero part that shares its sector with other bytes does
 // not count: its first part shares the sector with the segment header or the record before it, which
 // passed their checks, and a last part followed by more bytes shares it with them, so that sector was
-// written and its zeros are data. With `within`, only the sectors that hold some of the record's first
-// `within` bytes count.
+// written and its zeros are data. With `within`, `record` runs on to the end of the file and only the
+// sectors that hold some of its first `within` bytes count, each judged with all its bytes in the file.
 bool HasUnwrittenSector(std::string_view record, uint64_t offset, uint64_t file_size,
                         size_t within = std::numeric_limits<size_t>::max()) {
   size_t pos = 0;
@@ -405,8 +405,10 @@ absl::StatusOr<SegmentScan> ScanSegment(FileSystem* fs, const std::vector<Segmen
           absl::StrCat("torn record: ", h->payload_bytes, " payload bytes announced, ", present, " present"),
           /*torn=*/true);
     }
-    const std::string_view record = std::string_view(*rest).substr(0, kRecordHeaderBytes + h->payload_bytes);
-    if (HasUnwrittenSector(record, offset, scan.size)) {
+    // The sectors holding the record are judged whole, with the bytes after the record in its last
+    // sector: a last part followed by zeros to the sector's end (or the file's) lies in an unwritten
+    // sector too.
+    if (HasUnwrittenSector(*rest, offset, scan.size, kRecordHeaderBytes + h->payload_bytes)) {
       return damaged(offset,
                      absl::StrCat("torn record: the record expected to hold revision ", *expected,
                                   " has an unwritten (all-zero) sector"),

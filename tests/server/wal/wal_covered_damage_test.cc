@@ -322,5 +322,32 @@ TEST(WalCoveredDamage, AnUnwrittenSectorUnderTheHeaderOfARecordPastTheEndIsATorn
   }
 }
 
+// A record whose last part shares its sector only with zeros (the rest of that sector, and everything
+// after it to the end of the file, never reached the disk; the file's size did): that sector is unwritten
+// even though the record's own part of it is not a whole sector. A torn tail, cut, as a power loss in
+// `interval` mode leaves it. (Before, only the record's own bytes were looked at, the part was not a
+// whole sector and did not run to the end of the file, and recovery refused the log as damaged:
+// WalPowerLossModes.IntervalLosesAtMostTheLastIntervalsAcknowledgedRecordsAndOnlyASuffix found it.)
+TEST(WalCoveredDamage, ARecordWhoseLastSectorIsZeroBeyondItIsATornTail) {
+  ScratchDir dir;
+  const WalOptions options{.dir = dir.path()};
+  const std::string path = dir.path() + "/" + SegmentName(1);
+  std::string contents = LogWithLastRecordAt(100, 300);  // record 12 at 100 bytes into a sector
+  contents += EncodeRecord(13, PayloadFor(13, 700));
+  const std::vector<RecordSpan> spans = ParseSegment(contents);
+  const RecordSpan torn = spans[10];  // record 11 ends 100 bytes into the sector record 12 starts in
+  ASSERT_EQ(torn.revision, 11);
+  const uint64_t sector = (torn.offset + torn.size) / 512 * 512;
+  ASSERT_GT(torn.offset + torn.size, sector);
+  ASSERT_LT(torn.offset, sector);
+  std::fill(contents.begin() + static_cast<std::ptrdiff_t>(sector), contents.end(), '\0');
+  WriteWholeFile(path, contents);
+  testing::OpenedWal opened = OpenWal(options, 0);
+  ASSERT_NE(opened.wal, nullptr);
+  ASSERT_TRUE(opened.report.corruption.has_value());
+  EXPECT_EQ(opened.report.corruption->offset, torn.offset);
+  EXPECT_EQ(opened.report.next_revision, 11);
+}
+
 }  // namespace
 }  // namespace revkv::server
