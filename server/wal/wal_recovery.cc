@@ -234,26 +234,23 @@ bool DamagedRecordEndsTheSegment(std::string_view rest, const std::optional<wal_
   return length && *length == rest.size() - kRecordHeaderBytes;
 }
 
-// Whether the complete `record` (at file offset `offset`, in a file of `file_size` bytes) holds a sector
-// that may never have been written: a whole aligned sector inside it that is all zeros, or an all-zero
-// last part that runs to the end of the file. A zero part that shares its sector with other bytes does
-// not count: its first part shares the sector with the segment header or the record before it, which
-// passed their checks, and a last part followed by more bytes shares it with them, so that sector was
-// written and its zeros are data. With `within`, `record` runs on to the end of the file and only the
-// sectors that hold some of its first `within` bytes count, each judged with all its bytes in the file.
-bool HasUnwrittenSector(std::string_view record, uint64_t offset, uint64_t file_size,
-                        size_t within = std::numeric_limits<size_t>::max()) {
+// Whether a sector holding some of the record at the start of `rest` (the bytes from file offset
+// `offset` to the end of the file) may never have been written: some sector's bytes from
+// the record's start (or the sector's start) to the sector's end (or the file's end) are all zeros, for
+// a sector holding some of the record's first `within` bytes. Each sector is judged with every byte of
+// it in the file after the record's start: a part of the record that shares its sector with non-zero
+// bytes after it was written with them, and its zeros are data. A first part whose sector begins with
+// the record before it (or the segment header) counts when it is zero to the sector's end: that sector
+// may hold the earlier bytes from an earlier fdatasync and never have received this record's (a disk
+// writes a sector whole, old or new).
+bool HasUnwrittenSector(std::string_view rest, uint64_t offset, size_t within) {
   size_t pos = 0;
-  while (pos < record.size() && pos < within) {
+  while (pos < rest.size() && pos < within) {
     const uint64_t file_pos = offset + pos;
     const size_t chunk =
-        static_cast<size_t>(std::min<uint64_t>(kSectorBytes - file_pos % kSectorBytes, record.size() - pos));
-    const bool whole = chunk == kSectorBytes;
-    const bool runs_to_end = pos + chunk == record.size() && file_pos + chunk == file_size;
-    const std::string_view part = record.substr(pos, chunk);
-    if ((whole || runs_to_end) && std::all_of(part.begin(), part.end(), [](char c) { return c == '\0'; })) {
-      return true;
-    }
+        static_cast<size_t>(std::min<uint64_t>(kSectorBytes - file_pos % kSectorBytes, rest.size() - pos));
+    const std::string_view part = rest.substr(pos, chunk);
+    if (std::all_of(part.begin(), part.end(), [](char c) { return c == '\0'; })) return true;
     pos += chunk;
   }
   return false;
@@ -379,7 +376,7 @@ absl::StatusOr<SegmentScan> ScanSegment(FileSystem* fs, const std::vector<Segmen
       // never written: a whole aligned sector of zeros, or an all-zero tail running to the end of the
       // file. Zero header bytes that share their sector with non-zero bytes after them were written
       // with those bytes (a small revision's high bytes are zeros).
-      if (h->revision != *expected && !HasUnwrittenSector(*rest, offset, scan.size, kRecordHeaderBytes)) {
+      if (h->revision != *expected && !HasUnwrittenSector(*rest, offset, kRecordHeaderBytes)) {
         return damaged(offset,
                        absl::StrCat("damaged record header: it announces revision ", h->revision, " and ",
                                     h->payload_bytes, " payload bytes, past the end of the file"),
@@ -408,7 +405,7 @@ absl::StatusOr<SegmentScan> ScanSegment(FileSystem* fs, const std::vector<Segmen
     // The sectors holding the record are judged whole, with the bytes after the record in its last
     // sector: a last part followed by zeros to the sector's end (or the file's) lies in an unwritten
     // sector too.
-    if (HasUnwrittenSector(*rest, offset, scan.size, kRecordHeaderBytes + h->payload_bytes)) {
+    if (HasUnwrittenSector(*rest, offset, kRecordHeaderBytes + h->payload_bytes)) {
       return damaged(offset,
                      absl::StrCat("torn record: the record expected to hold revision ", *expected,
                                   " has an unwritten (all-zero) sector"),
