@@ -60,6 +60,9 @@ struct WalOptions {
   std::chrono::milliseconds fsync_interval{100};  // kInterval only
   uint64_t segment_bytes = uint64_t{64} << 20;    // a segment past this size is closed at a record boundary
   size_t buffer_bytes = size_t{16} << 20;  // log buffer (rounded up to a power of two); bounds a record
+  // Reserve each new segment's blocks (segment_bytes) when it is created, keeping its size (fallocate
+  // FALLOC_FL_KEEP_SIZE): recovery still sees only what was written.
+  bool preallocate_segments = true;
 };
 
 // Where and why the log ends early: a torn tail recovery cut, or the damage RepairWal moved aside.
