@@ -332,6 +332,16 @@ void PageSpace::SetPinnedFigures(size_t pinned_bytes, size_t pinned_chunks) {
   pinned_chunks_.store(pinned_chunks, std::memory_order_relaxed);
 }
 
+std::vector<PageHeader*> PageSpace::WarmPages() const {
+  std::lock_guard<std::mutex> lock(mu_);
+  return warm_pages_;
+}
+
+std::vector<PageHeader*> PageSpace::ColdPages() const {
+  std::lock_guard<std::mutex> lock(mu_);
+  return cold_pages_;
+}
+
 HeapUsage PageSpace::Usage() const {
   HeapUsage u{};
   auto chunks = [&](ChunkKind k) {

@@ -59,6 +59,12 @@ class PageSpace {
   // True if p lies in reserved heap address space. Lock-free.
   bool Contains(const void* p) const;
 
+  // The free pages: those kept committed (the retained ones, counted by HeapUsage::retained_bytes) and
+  // those decommitted or never touched, which hold no memory of the process. Copies taken under the
+  // lock. Thread-safe.
+  std::vector<PageHeader*> WarmPages() const;
+  std::vector<PageHeader*> ColdPages() const;
+
   // Bytes in chunks that are in use (nursery, old, large).
   size_t InUseBytes() const;
   HeapUsage Usage() const;
