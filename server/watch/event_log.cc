@@ -1,6 +1,7 @@
 // The event history (event_log.h).
 #include "server/watch/event_log.h"
 
+#include <algorithm>
 #include <cstdio>
 #include <cstdlib>
 
@@ -90,6 +91,11 @@ void EventLog::TrimLocked() {
   first = limit;
   bytes_.fetch_sub(freed, std::memory_order_relaxed);
   first_.store(first, std::memory_order_release);  // release: see first()
+}
+
+int64_t EventLog::compacted_to() const {
+  std::lock_guard<std::mutex> lock(mu_);
+  return std::max(first_.load(std::memory_order_relaxed), wanted_);  // relaxed: under mu_
 }
 
 bool EventLog::Read(int64_t from, int64_t to, std::vector<std::shared_ptr<const RevisionEvents>>* out) const {

@@ -84,6 +84,11 @@ class EventLog {
     return first_.load(std::memory_order_acquire);
   }
 
+  // The oldest revision the store still keeps: first(), or the newest Trim asked for if a hold keeps
+  // older revisions (those are compacted for anyone who is not being given them already). etcd's
+  // compact_revision for a watcher that fell below it.
+  int64_t compacted_to() const;
+
   // Appends to `out` the batches of revisions [from, to] (to is clamped to contiguous()). Returns false,
   // appending nothing, if `from` < first() (trimmed: compacted for the caller).
   bool Read(int64_t from, int64_t to, std::vector<std::shared_ptr<const RevisionEvents>>* out) const;

@@ -379,7 +379,8 @@ void WatchHub::CatchUp(WatchStream::Watcher* w) {
       etcdserverpb::WatchResponse compacted;
       compacted.mutable_header()->set_revision(0);
       compacted.set_watch_id(w->id);
-      compacted.set_compact_revision(source_.log->first());
+      // The compaction's revision, not a start the hold keeps for watchers that are keeping up.
+      compacted.set_compact_revision(source_.log->compacted_to());
       compacted.set_canceled(true);
       std::vector<etcdserverpb::WatchResponse> one;
       one.push_back(std::move(compacted));

@@ -312,6 +312,25 @@ TEST(WatchHub, CompactedStartRevisionIsCanceledWithTheCompactRevision) {
   EXPECT_EQ(h.hub().watchers(), 1u);
 }
 
+// A compaction while the dispatcher still holds revisions it has not delivered (they are not durable
+// yet): the history keeps them for the watchers that are keeping up, but a watcher behind them is told
+// the compaction's revision, not the held start, so that resuming there works.
+TEST(WatchHub, ACompactedWatcherIsToldTheCompactionNotTheHeldStart) {
+  Harness h(HubOptions(), /*visible=*/5);
+  h.log().Publish(1, {});
+  Reader keeping_up(&h.hub());
+  h.hub().Create(keeping_up.stream(), Req("k"));
+  for (int r = 2; r <= 20; ++r) h.log().Publish(r, {Put("k", "v", r, 2, r - 1)});
+  ASSERT_TRUE(keeping_up.DrainUntil([](auto& g) { return CountEvents(g, 0) >= 4; }));  // 2..5
+  h.log().Trim(15);
+  EXPECT_LT(h.log().first(), 15) << "the hold keeps what is not dispatched yet";
+  Reader behind(&h.hub());
+  h.hub().Create(behind.stream(), Req("k", "", 3));
+  ASSERT_TRUE(behind.DrainUntil([](auto& g) { return g.size() >= 2; }));
+  ASSERT_TRUE(behind.got()[1].canceled());
+  EXPECT_EQ(behind.got()[1].compact_revision(), 15);
+}
+
 // A stream that stops reading: its watcher falls behind (the queue stays bounded, the dispatcher keeps
 // going for others), then catches up from the history with every revision exactly once, in order.
 TEST(WatchHub, SlowStreamFallsBehindAndCatchesUpWithoutGapsOrDuplicates) {
