@@ -83,7 +83,9 @@ TEST_F(LessorTest, ExpiredLeasesAreRevokedInDeadlineOrder) {
   for (size_t i = 0; i < order.size(); ++i) {
     const int64_t rev = before + static_cast<int64_t>(i) + 1;
     EXPECT_FALSE(Has("k" + std::to_string(order[i]), rev)) << "revision " << rev;
-    if (i + 1 < order.size()) EXPECT_TRUE(Has("k" + std::to_string(order[i + 1]), rev)) << "revision " << rev;
+    if (i + 1 < order.size()) {
+      EXPECT_TRUE(Has("k" + std::to_string(order[i + 1]), rev)) << "revision " << rev;
+    }
   }
   EXPECT_EQ(lessor_->size(), 0u);
   auto left = store_->Leases();
@@ -173,7 +175,9 @@ TEST_F(LessorTest, ManyLeasesExpireWithinTheBound) {
       p.set_lease(i);
       auto put = store->Put(p);
       ASSERT_TRUE(put.ok());
-      if (i == count) ASSERT_TRUE(store->WaitDurable(put->lsn).ok());
+      if (i == count) {
+        ASSERT_TRUE(store->WaitDurable(put->lsn).ok());
+      }
     }
   }
   const Clock::time_point granted = Clock::now();
