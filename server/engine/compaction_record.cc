@@ -31,14 +31,11 @@ std::string Encode(int64_t revision) {
 
 }  // namespace
 
-absl::StatusOr<int64_t> ReadCompactionRecord(FileSystem* fs, const std::string& dir) {
-  const std::string path = JoinPath(dir, kCompactionRecordName);
-  const std::string tmp = path + ".tmp";
-  // A crash between writing and renaming the temporary file: the Compact was never acknowledged.
-  if (absl::StatusOr<std::unique_ptr<ReadableFile>> t = fs->OpenReadable(tmp); t.ok()) {
-    t->reset();
-    if (absl::Status s = fs->Remove(tmp); !s.ok()) return s;
-  }
+namespace {
+
+// The revision in the record file `path`; 0 if it does not exist. DataLoss naming it if damaged,
+// FailedPrecondition for another format version.
+absl::StatusOr<int64_t> ReadRecordFile(FileSystem* fs, const std::string& path) {
   absl::StatusOr<std::unique_ptr<ReadableFile>> file = fs->OpenReadable(path);
   if (absl::IsNotFound(file.status())) return 0;
   if (!file.ok()) return file.status();
@@ -72,6 +69,29 @@ absl::StatusOr<int64_t> ReadCompactionRecord(FileSystem* fs, const std::string& 
   return revision;
 }
 
+}  // namespace
+
+absl::StatusOr<int64_t> ReadCompactionRecord(FileSystem* fs, const std::string& dir) {
+  const std::string path = JoinPath(dir, kCompactionRecordName);
+  const std::string tmp = path + ".tmp";
+  const std::string next = path + ".next";
+  // A crash between writing and renaming the temporary file: the Compact was never acknowledged.
+  if (absl::StatusOr<std::unique_ptr<ReadableFile>> t = fs->OpenReadable(tmp); t.ok()) {
+    t->reset();
+    if (absl::Status s = fs->Remove(tmp); !s.ok()) return s;
+  }
+  // A crash between the two renames of WriteCompactionRecord, or one that undid the second: the newer
+  // record, whole and synced, is COMPACTION.next. Finish its move into place before it is used.
+  absl::StatusOr<int64_t> newer = ReadRecordFile(fs, next);
+  if (!newer.ok()) return newer.status();
+  if (absl::StatusOr<std::unique_ptr<ReadableFile>> n = fs->OpenReadable(next); n.ok()) {
+    n->reset();
+    if (absl::Status s = fs->Rename(next, path); !s.ok()) return s;
+    if (absl::Status s = fs->SyncDirectory(dir); !s.ok()) return s;
+  }
+  return ReadRecordFile(fs, path);
+}
+
 absl::Status WriteCompactionRecord(FileSystem* fs, const std::string& dir, int64_t revision) {
   const std::string path = JoinPath(dir, kCompactionRecordName);
   const std::string tmp = path + ".tmp";
@@ -80,12 +100,20 @@ absl::Status WriteCompactionRecord(FileSystem* fs, const std::string& dir, int64
   absl::Status s = (*file)->Append(Encode(revision));
   if (s.ok()) s = (*file)->Sync();
   if (absl::Status closed = (*file)->Close(); s.ok()) s = closed;
-  if (s.ok()) s = fs->Rename(tmp, path);
+  // Two renames, so that no crash can leave neither the old record nor the new one: a rename that
+  // replaces a file may, until its directory is synced, be undone by a crash without the replaced file
+  // coming back (the fault-injecting file system models that). The first rename replaces nothing; once
+  // it is durable, the record is kept whatever happens to the second (ReadCompactionRecord finishes it).
+  const std::string next = path + ".next";
+  if (s.ok()) s = fs->Rename(tmp, next);
   if (!s.ok()) {
     fs->Remove(tmp).IgnoreError();  // best effort: the next startup removes a leftover
     return s;
   }
-  // Until the directory is synced the rename may be lost in a crash.
+  if (absl::Status synced = fs->SyncDirectory(dir); !synced.ok()) return synced;
+  if (absl::Status renamed = fs->Rename(next, path); !renamed.ok()) return renamed;
+  // Until the directory is synced the second rename may be lost in a crash (COMPACTION.next then holds
+  // the record).
   return fs->SyncDirectory(dir);
 }
 

@@ -9,8 +9,9 @@
 //
 // File: <data_dir>/COMPACTION, 24 bytes, little-endian:
 //   magic "revkvCMP" | u32 format version (1) | u32 CRC-32C of the 8 revision bytes | i64 revision
-// Written as COMPACTION.tmp, fsync'd, renamed into place, and the directory fsync'd: the file is whole
-// or absent, so any other content is damage.
+// Written as COMPACTION.tmp, fsync'd, renamed to COMPACTION.next (replacing nothing), the directory
+// fsync'd, renamed over COMPACTION, the directory fsync'd: each file is whole or absent, so any other
+// content is damage, and no crash leaves neither the old record nor the new one.
 #pragma once
 
 #include <cstdint>
@@ -26,11 +27,12 @@ inline constexpr char kCompactionRecordName[] = "COMPACTION";
 
 // The revision in `dir`/COMPACTION; 0 if there is none (nothing was compacted). DataLoss naming the
 // file if it is damaged, FailedPrecondition for another format version. Removes a leftover
-// COMPACTION.tmp (only at startup). Blocks on disk I/O.
+// COMPACTION.tmp and moves a COMPACTION.next over COMPACTION (only at startup). Blocks on disk I/O.
 absl::StatusOr<int64_t> ReadCompactionRecord(FileSystem* fs, const std::string& dir);
 
 // Replaces `dir`/COMPACTION with `revision`, durably (file and directory fsync'd) before it returns OK.
-// On error the previous record stays in place. Blocks on disk I/O. Callers serialize calls.
+// On error the record is the previous one, or the new one if the error came after a rename (as for a
+// write, an error is indeterminate). Blocks on disk I/O. Callers serialize calls.
 absl::Status WriteCompactionRecord(FileSystem* fs, const std::string& dir, int64_t revision);
 
 }  // namespace revkv::server

@@ -224,6 +224,13 @@ absl::Status Engine::Recover(RecoveryReport* report) {
         absl::StrCat(wal.status().message(), " (after falling back: ", report->checkpoint.ToString(), ")"));
   }
   wal_ = std::move(*wal);
+  if (const std::optional<WalCorruption>& covered = report->wal.covered_damage; covered.has_value()) {
+    // Nothing is lost (the checkpoint holds what the damaged records held), but the disk damaged data.
+    spdlog::error(
+        "the log is damaged at {} byte offset {} ({}); the checkpoint holds everything the damaged "
+        "record(s) held, so recovery passed over {} of them and lost nothing. Check the disk",
+        covered->segment, covered->offset, covered->reason, report->wal.covered_records_skipped);
+  }
 
   // Never start with less than a checkpoint passed over shows was reached: its state was acknowledged
   // (a checkpoint is valid only once the log is synced through it), so the log should reach it.
@@ -487,7 +494,51 @@ absl::StatusOr<WalRepairReport> RepairLog(const EngineOptions& options) {
   CheckpointLoadResult chosen;
   if (absl::Status s = engine->LoadCheckpoint(&chosen, /*remove_temporary=*/false); !s.ok()) return s;
   const int64_t after = chosen.loaded.has_value() ? chosen.loaded->base_revision : int64_t{1};
-  return RepairWal(fs, engine->wal_dir_, after);
+  absl::StatusOr<WalRepairReport> repair = RepairWal(fs, engine->wal_dir_, after);
+  if (!repair.ok() || !repair->damage.has_value()) return repair;
+  // What the next start does with the log as it is now: recovery loads the same checkpoint and needs
+  // the log through the revision of that checkpoint, of every checkpoint it passes over and of the
+  // compaction record (Engine::Recover's durable_through); it never falls back to an older checkpoint
+  // because the log is short.
+  const int64_t end = repair->last_good_revision;
+  int64_t needed = 0;
+  std::string needer;
+  if (chosen.loaded.has_value()) {
+    needed = chosen.loaded->revision;
+    needer = absl::StrCat("the checkpoint ", chosen.loaded->path);
+  }
+  for (const SkippedCheckpoint& skip : chosen.skipped) {
+    if (skip.revision > needed) {
+      needed = skip.revision;
+      needer = absl::StrCat("the unusable checkpoint ", skip.path, " (", skip.reason, ")");
+    }
+  }
+  absl::StatusOr<int64_t> compacted = ReadCompactionRecord(fs, options.data_dir);
+  if (!compacted.ok()) {
+    repair->recovery_outlook =
+        absl::StrCat("recovery will still refuse to start: ", compacted.status().message());
+    return repair;
+  }
+  if (*compacted > needed) {
+    needed = *compacted;
+    needer = absl::StrCat("the compaction record ", JoinPath(options.data_dir, kCompactionRecordName));
+  }
+  if (end < needed) {
+    repair->recovery_outlook = absl::StrCat(
+        "no checkpoint can be used: the log now ends at revision ", end, ", before revision ", needed,
+        " that ", needer, " needs, so recovery will refuse to start. Restore the damaged segment from ",
+        "a copy (what was moved aside is kept)");
+  } else if (chosen.loaded.has_value()) {
+    repair->recovery_outlook = absl::StrCat(
+        "recovery will use the checkpoint ", chosen.loaded->path, " (revision ", chosen.loaded->revision,
+        ", holding revision ", chosen.loaded->base_revision, ") and the log after it through revision ", end);
+  } else {
+    repair->recovery_outlook = absl::StrCat(
+        "recovery will use no checkpoint (none is usable) and replay the log from its start through "
+        "revision ",
+        end);
+  }
+  return repair;
 }
 
 }  // namespace revkv::server

@@ -106,6 +106,8 @@ class FaultInjectingFileSystem::File final : public WritableFile {
     return result;
   }
 
+  // Reserves blocks only: the size, and so what a power loss keeps, is unchanged.
+  absl::Status Preallocate(uint64_t bytes) override { return base_->Preallocate(bytes); }
   absl::Status Close() override { return base_->Close(); }
   const std::string& path() const override { return base_->path(); }
 

@@ -37,6 +37,15 @@ class WritableFile {
   // Makes the written data durable (fdatasync(2): contents and the size, not the timestamps).
   virtual absl::Status Sync() = 0;
 
+  // Reserves disk blocks for the first `bytes` bytes of the file without changing its size
+  // (fallocate(2) with FALLOC_FL_KEEP_SIZE), so later appends need no block allocation; what reads
+  // return and the file's size are unchanged. OK without doing anything where the file system cannot
+  // (EOPNOTSUPP) and in implementations that do not override it. Blocks in fallocate(2).
+  virtual absl::Status Preallocate(uint64_t bytes) {
+    (void)bytes;
+    return absl::OkStatus();
+  }
+
   // Closes the descriptor; later calls fail. Reports close(2) errors.
   virtual absl::Status Close() = 0;
 

@@ -2,6 +2,7 @@
 // EINTR and short transfers and turn errno into a status naming the operation and the file.
 #include <dirent.h>
 #include <fcntl.h>
+#include <linux/falloc.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
@@ -50,6 +51,14 @@ class PosixWritableFile final : public WritableFile {
 
   absl::Status Sync() override {
     if (::fdatasync(fd_) != 0) return IoError("fdatasync", path_, errno);
+    return absl::OkStatus();
+  }
+
+  absl::Status Preallocate(uint64_t bytes) override {
+    if (::fallocate(fd_, FALLOC_FL_KEEP_SIZE, 0, static_cast<off_t>(bytes)) != 0) {
+      if (errno == EOPNOTSUPP || errno == ENOSYS) return absl::OkStatus();
+      return IoError("fallocate", path_, errno);
+    }
     return absl::OkStatus();
   }
 

@@ -49,6 +49,10 @@ std::string WalRecoveryReport::ToString() const {
   if (covered_records_skipped > 0) {
     absl::StrAppend(&s, "; passed over ", covered_records_skipped,
                     " damaged record(s) at or below the checkpoint's revision");
+    if (covered_damage) {
+      absl::StrAppend(&s, ", the first at ", covered_damage->segment, " offset ", covered_damage->offset,
+                      " (", covered_damage->reason, ")");
+    }
   }
   if (!removed_segments.empty()) {
     absl::StrAppend(&s, "; removed ", absl::StrJoin(removed_segments, ", "));
@@ -68,6 +72,7 @@ std::string WalRepairReport::ToString() const {
   if (last_lost_revision == 0) absl::StrAppend(&s, " (no intact record after the damage)");
   absl::StrAppend(&s, ", ", bytes_moved, " byte(s)");
   for (const auto& [from, to] : moved) absl::StrAppend(&s, "\n  moved aside: ", from, " -> ", to);
+  if (!recovery_outlook.empty()) absl::StrAppend(&s, "\n  next start: ", recovery_outlook);
   return s;
 }
 

@@ -60,6 +60,9 @@ struct WalOptions {
   std::chrono::milliseconds fsync_interval{100};  // kInterval only
   uint64_t segment_bytes = uint64_t{64} << 20;    // a segment past this size is closed at a record boundary
   size_t buffer_bytes = size_t{16} << 20;  // log buffer (rounded up to a power of two); bounds a record
+  // Reserve each new segment's blocks (segment_bytes) when it is created, keeping its size (fallocate
+  // FALLOC_FL_KEEP_SIZE): recovery still sees only what was written.
+  bool preallocate_segments = true;
 };
 
 // Where and why the log ends early: a torn tail recovery cut, or the damage RepairWal moved aside.
@@ -76,13 +79,14 @@ struct WalRecoveryReport {
   int64_t last_revision = 0;      // last good record read (0: none)
   uint64_t records_replayed = 0;  // records after after_revision passed to the visitor
   uint64_t segments_read = 0;
-  uint64_t covered_records_skipped = 0;  // damaged records at or below after_revision, passed over
-  std::optional<WalCorruption> corruption;    // set if a torn tail was cut (never for other damage)
-  uint64_t bytes_truncated = 0;               // bytes cut from the segment named in `corruption`
-  std::vector<std::string> removed_segments;  // the newest segment, if its header was torn
-  std::string broken_copy;                    // where what was cut is kept (<segment>.broken), if cut
-  int64_t next_revision = 0;                  // the revision the next Append must carry
-  std::string segment;                        // the segment appends continue in
+  uint64_t covered_records_skipped = 0;         // damaged records at or below after_revision, passed over
+  std::optional<WalCorruption> covered_damage;  // the first of them (the server warns about it)
+  std::optional<WalCorruption> corruption;      // set if a torn tail was cut (never for other damage)
+  uint64_t bytes_truncated = 0;                 // bytes cut from the segment named in `corruption`
+  std::vector<std::string> removed_segments;    // the newest segment, if its header was torn
+  std::string broken_copy;                      // where what was cut is kept (<segment>.broken), if cut
+  int64_t next_revision = 0;                    // the revision the next Append must carry
+  std::string segment;                          // the segment appends continue in
 
   // One line for the log.
   std::string ToString() const;
@@ -96,6 +100,9 @@ struct WalRepairReport {
   int64_t last_lost_revision = 0;       // highest intact record moved aside (0: none found)
   uint64_t bytes_moved = 0;             // bytes from the bad one on that are no longer in the log
   std::vector<std::pair<std::string, std::string>> moved;  // (segment, where its original bytes now are)
+  // Set by RepairLog (server/engine): which checkpoint recovery will use with the log as it is now, or
+  // that none can be used and why (empty from RepairWal alone, and when nothing was changed).
+  std::string recovery_outlook;
 
   // A few lines for an operator.
   std::string ToString() const;

@@ -150,6 +150,11 @@ absl::Status Wal::StartSegment(int64_t first_revision, bool sync_directory) {
   if (!file.ok()) return file.status();
   const std::string header = wal_format::EncodeSegmentHeader();
   if (absl::Status s = (*file)->Append(header); !s.ok()) return s;
+  if (options_.preallocate_segments) {
+    // Best effort: the size stays the header's, so recovery is not affected either way; a full disk
+    // shows in the writes that follow.
+    (*file)->Preallocate(options_.segment_bytes).IgnoreError();
+  }
   // The header reaches the disk with the first records' fdatasync; recovery treats a segment whose
   // header is missing as torn. The directory entry must be durable before records in it are acknowledged.
   if (sync_directory) {

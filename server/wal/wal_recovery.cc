@@ -14,9 +14,10 @@
 //   - fewer than 16 bytes where a record header should be (a write cut short);
 //   - a record whose announced length runs past the end of the file, unless some prefix of the bytes
 //     present makes a complete valid record (then the length field is damaged), its header names another
-//     revision than the expected one without an all-zero sector in it (a crash does not rewrite header
-//     bytes), or a valid record of a later revision starts anywhere after it (then the records after it
-//     are real and the length is damaged);
+//     revision than the expected one without an unwritten sector holding part of it (a whole aligned
+//     sector of zeros, or a zero tail to the end of the file: a crash does not rewrite header bytes), or a
+//     valid record of a later revision starts anywhere after it (then the records after it are real and the
+//     length is damaged);
 //   - a complete record that fails its CRC and has an aligned 512-byte sector (or the part of one it
 //     occupies) that is all zeros: a sector that never reached the disk (the file's size was written back
 //     before its data, or the space was preallocated). A power loss may keep later unsynced pages and lose
@@ -35,12 +36,16 @@
 // first copied to "<segment>.broken", so a cut never destroys evidence.
 //
 // Records at or below after_revision (covered by the checkpoint) never decide the fate of later ones: a
-// covered record that fails its checks is passed over by searching forward in its segment for the next
-// record that passes its CRC and carries a revision in (its revision, after_revision + 1]; only when no
-// such record exists is the damage judged as above.
+// covered record that fails its checks is passed over if the record of exactly the next revision is
+// found after it in its segment (where its length says, else by a bounded search that also requires the
+// record after the one found: FindNextRecord), or if nothing follows it in its segment (it is the
+// segment's last record); only otherwise is the damage judged as above.
 #include "server/wal/wal_recovery.h"
 
+#include <string.h>
+
 #include <algorithm>
+#include <cstring>
 #include <limits>
 #include <utility>
 
@@ -76,6 +81,8 @@ struct Damage {
 struct SegmentScan {
   uint64_t size = 0;
   uint64_t records = 0;
+  // The segment's last record was damaged, covered, and passed over: no record may be appended after it.
+  bool ends_in_covered_damage = false;
   std::optional<Damage> damage;  // segment_index filled in by the caller
 };
 
@@ -142,39 +149,108 @@ std::optional<uint64_t> CompletingLength(int64_t revision, uint32_t crc, std::st
   }
 }
 
-// Whether some aligned sector of the file, or the part of one that `record` (at file offset `offset`)
-// occupies, is all zeros.
-bool HasZeroSector(std::string_view record, uint64_t offset) {
-  size_t pos = 0;
-  while (pos < record.size()) {
-    const uint64_t file_pos = offset + pos;
-    const size_t chunk =
-        static_cast<size_t>(std::min<uint64_t>(kSectorBytes - file_pos % kSectorBytes, record.size() - pos));
-    const std::string_view part = record.substr(pos, chunk);
-    if (std::all_of(part.begin(), part.end(), [](char c) { return c == '\0'; })) return true;
-    pos += chunk;
-  }
-  return false;
+// What the search for the record after a damaged covered one may cost: one memmem pass over the rest of
+// the segment for the 8 revision bytes it needs, plus the CRC of the candidates that pass the cheap
+// checks, at most kSearchCrcBudgetFactor times the bytes searched plus kSearchCrcBudgetSlack. A search
+// that runs out of budget has found nothing (the damage is then judged as if no record followed).
+constexpr uint64_t kSearchCrcBudgetFactor = 4;
+constexpr uint64_t kSearchCrcBudgetSlack = uint64_t{1} << 20;
+
+// The length of the record whose header at `pos` of `bytes` names exactly `revision` and whose payload
+// lies inside `bytes`, if there is one (its CRC is not checked: cheap).
+std::optional<uint64_t> HeaderAt(std::string_view bytes, size_t pos, int64_t revision) {
+  if (pos > bytes.size() || bytes.size() - pos < kRecordHeaderBytes) return std::nullopt;
+  const wal_format::RecordHeader h = wal_format::DecodeRecordHeader(bytes.data() + pos);
+  if (h.revision != revision || h.payload_bytes > bytes.size() - pos - kRecordHeaderBytes)
+    return std::nullopt;
+  return kRecordHeaderBytes + h.payload_bytes;
 }
 
-// Whether the complete `record` (at file offset `offset`, in a file of `file_size` bytes) holds a sector
-// that may never have been written: a whole aligned sector inside it that is all zeros, or an all-zero
-// last part that runs to the end of the file. A zero part that shares its sector with other bytes does
-// not count: its first part shares the sector with the segment header or the record before it, which
-// passed their checks, and a last part followed by more bytes shares it with them, so that sector was
-// written and its zeros are data.
-bool HasUnwrittenSector(std::string_view record, uint64_t offset, uint64_t file_size) {
+// Whether the record at `pos` of `bytes` (whose header HeaderAt accepted) passes its CRC; adds the bytes
+// it checksums to `*crc_bytes`.
+bool CrcHoldsAt(std::string_view bytes, size_t pos, uint64_t* crc_bytes) {
+  const wal_format::RecordHeader h = wal_format::DecodeRecordHeader(bytes.data() + pos);
+  *crc_bytes += h.payload_bytes;
+  return wal_format::RecordCrc(h.revision, bytes.substr(pos + kRecordHeaderBytes, h.payload_bytes)) == h.crc;
+}
+
+// After the damaged covered record at the start of `rest` (file offset `base`), the record of exactly
+// `revision` (the one after the damaged one) where the log continues, if it can be found:
+//   1. where the damaged record's own length field says the next record starts (a damaged payload or
+//      CRC leaves the length intact: one check);
+//   2. else by searching the rest of the segment for the 8 bytes of `revision` where a record header
+//      holds its revision. A candidate must be followed by the end of the segment or by a header of
+//      `revision` + 1 (checked first: cheap), pass its CRC, and the record after it must pass its CRC
+//      too: a record-shaped byte string inside a value (a planted record) is followed by the rest of
+//      that value, not by the next record.
+// Not searched: a damaged record whose length field makes it end exactly at the end of the segment (it is
+// the segment's last record; anything record-shaped inside it is part of its value). Bounded as the
+// budget above says.
+std::optional<FoundRecord> FindNextRecord(std::string_view rest, uint64_t base,
+                                          const std::optional<wal_format::RecordHeader>& damaged,
+                                          int64_t revision) {
+  uint64_t crc_bytes = 0;
+  if (damaged && damaged->payload_bytes <= rest.size() - kRecordHeaderBytes) {
+    const size_t next = kRecordHeaderBytes + damaged->payload_bytes;
+    if (next == rest.size()) return std::nullopt;
+    if (HeaderAt(rest, next, revision) && CrcHoldsAt(rest, next, &crc_bytes)) {
+      return FoundRecord{base + next, revision};
+    }
+  }
+  const uint64_t budget = kSearchCrcBudgetFactor * rest.size() + kSearchCrcBudgetSlack;
+  char pattern[8];
+  std::memcpy(pattern, &revision, sizeof pattern);
+  // A header's revision is at its bytes 8..15; the damaged record itself starts at 0.
+  size_t from = 1 + 8;
+  while (from + sizeof pattern <= rest.size() && crc_bytes <= budget) {
+    const void* hit = memmem(rest.data() + from, rest.size() - from, pattern, sizeof pattern);
+    if (hit == nullptr) break;
+    const size_t at = static_cast<size_t>(static_cast<const char*>(hit) - rest.data());
+    from = at + 1;
+    const size_t pos = at - 8;
+    const std::optional<uint64_t> length = HeaderAt(rest, pos, revision);
+    if (!length) continue;
+    const size_t after = pos + *length;
+    if (after == rest.size()) {
+      if (CrcHoldsAt(rest, pos, &crc_bytes)) return FoundRecord{base + pos, revision};
+      continue;
+    }
+    if (!HeaderAt(rest, after, revision + 1)) continue;
+    if (CrcHoldsAt(rest, pos, &crc_bytes) && CrcHoldsAt(rest, after, &crc_bytes)) {
+      return FoundRecord{base + pos, revision};
+    }
+  }
+  return std::nullopt;
+}
+
+// Whether the damaged covered record at the start of `rest` is the last thing in its segment: its
+// length field makes it end exactly at the end of the segment, or (a damaged length) its bytes up to the
+// end of the segment are the record with its CRC.
+bool DamagedRecordEndsTheSegment(std::string_view rest, const std::optional<wal_format::RecordHeader>& h,
+                                 int64_t revision) {
+  if (!h) return false;
+  if (h->payload_bytes == rest.size() - kRecordHeaderBytes) return true;
+  const std::optional<uint64_t> length = CompletingLength(revision, h->crc, rest.substr(kRecordHeaderBytes));
+  return length && *length == rest.size() - kRecordHeaderBytes;
+}
+
+// Whether a sector holding some of the record at the start of `rest` (the bytes from file offset
+// `offset` to the end of the file) may never have been written: some sector's bytes from
+// the record's start (or the sector's start) to the sector's end (or the file's end) are all zeros, for
+// a sector holding some of the record's first `within` bytes. Each sector is judged with every byte of
+// it in the file after the record's start: a part of the record that shares its sector with non-zero
+// bytes after it was written with them, and its zeros are data. A first part whose sector begins with
+// the record before it (or the segment header) counts when it is zero to the sector's end: that sector
+// may hold the earlier bytes from an earlier fdatasync and never have received this record's (a disk
+// writes a sector whole, old or new).
+bool HasUnwrittenSector(std::string_view rest, uint64_t offset, size_t within) {
   size_t pos = 0;
-  while (pos < record.size()) {
+  while (pos < rest.size() && pos < within) {
     const uint64_t file_pos = offset + pos;
     const size_t chunk =
-        static_cast<size_t>(std::min<uint64_t>(kSectorBytes - file_pos % kSectorBytes, record.size() - pos));
-    const bool whole = chunk == kSectorBytes;
-    const bool runs_to_end = pos + chunk == record.size() && file_pos + chunk == file_size;
-    const std::string_view part = record.substr(pos, chunk);
-    if ((whole || runs_to_end) && std::all_of(part.begin(), part.end(), [](char c) { return c == '\0'; })) {
-      return true;
-    }
+        static_cast<size_t>(std::min<uint64_t>(kSectorBytes - file_pos % kSectorBytes, rest.size() - pos));
+    const std::string_view part = rest.substr(pos, chunk);
+    if (std::all_of(part.begin(), part.end(), [](char c) { return c == '\0'; })) return true;
     pos += chunk;
   }
   return false;
@@ -261,12 +337,28 @@ absl::StatusOr<SegmentScan> ScanSegment(FileSystem* fs, const std::vector<Segmen
     absl::StatusOr<std::string> rest = ReadRange(**file, offset, scan.size);
     if (!rest.ok()) return rest.status();
     if (*expected <= after_revision) {
-      if (std::optional<FoundRecord> next =
-              FindRecord(std::string_view(*rest).substr(1), offset + 1, *expected + 1, after_revision + 1)) {
-        report->covered_records_skipped += static_cast<uint64_t>(next->revision - *expected);
-        *expected = next->revision;
+      auto note_covered = [&](std::string reason) {
+        ++report->covered_records_skipped;
+        if (!report->covered_damage) {
+          report->covered_damage = WalCorruption{segment.path, offset, std::move(reason)};
+        }
+      };
+      const std::string why = complete ? absl::StrCat("bad CRC in the record of revision ", *expected)
+                                       : absl::StrCat("broken framing of the record of revision ", *expected);
+      if (std::optional<FoundRecord> next = FindNextRecord(*rest, offset, h, *expected + 1)) {
+        note_covered(why);
+        ++*expected;
         reader.Seek(next->offset);
         continue;
+      }
+      // The damaged record is the last one of its segment: nothing after it in the segment is lost. The
+      // log continues in the next segment (which must start at the revision after it), or, in the newest
+      // segment, ends here and appending starts a new segment (the damaged one is left as it is).
+      if (DamagedRecordEndsTheSegment(*rest, h, *expected)) {
+        note_covered(absl::StrCat(why, ", the last record of its segment"));
+        ++*expected;
+        scan.ends_in_covered_damage = true;
+        return scan;
       }
     }
 
@@ -280,8 +372,11 @@ absl::StatusOr<SegmentScan> ScanSegment(FileSystem* fs, const std::vector<Segmen
       const uint64_t present = rest->size() - kRecordHeaderBytes;
       const std::string_view present_bytes = std::string_view(*rest).substr(kRecordHeaderBytes);
       // A crash cuts bytes off or leaves sectors unwritten; it does not change the header bytes that are
-      // there. A header that names another revision without an unwritten sector in it is damage.
-      if (h->revision != *expected && !HasZeroSector(rest->substr(0, kRecordHeaderBytes), offset)) {
+      // there. A header that names another revision is damage unless a sector holding some of it was
+      // never written: a whole aligned sector of zeros, or an all-zero tail running to the end of the
+      // file. Zero header bytes that share their sector with non-zero bytes after them were written
+      // with those bytes (a small revision's high bytes are zeros).
+      if (h->revision != *expected && !HasUnwrittenSector(*rest, offset, kRecordHeaderBytes)) {
         return damaged(offset,
                        absl::StrCat("damaged record header: it announces revision ", h->revision, " and ",
                                     h->payload_bytes, " payload bytes, past the end of the file"),
@@ -307,8 +402,10 @@ absl::StatusOr<SegmentScan> ScanSegment(FileSystem* fs, const std::vector<Segmen
           absl::StrCat("torn record: ", h->payload_bytes, " payload bytes announced, ", present, " present"),
           /*torn=*/true);
     }
-    const std::string_view record = std::string_view(*rest).substr(0, kRecordHeaderBytes + h->payload_bytes);
-    if (HasUnwrittenSector(record, offset, scan.size)) {
+    // The sectors holding the record are judged whole, with the bytes after the record in its last
+    // sector: a last part followed by zeros to the sector's end (or the file's) lies in an unwritten
+    // sector too.
+    if (HasUnwrittenSector(*rest, offset, kRecordHeaderBytes + h->payload_bytes)) {
       return damaged(offset,
                      absl::StrCat("torn record: the record expected to hold revision ", *expected,
                                   " has an unwritten (all-zero) sector"),
@@ -495,7 +592,8 @@ absl::StatusOr<RecoveredLog> RecoverLog(FileSystem* fs, const std::string& dir, 
   if (log_end >= after_revision) {
     recovered.next_revision = log_end + 1;
     // The last segment read survived if it is the last one kept; it then ends right before next_revision.
-    if (kept > log.start) {
+    if (kept > log.start &&
+        !(kept - log.start == log.scans.size() && log.scans.back().ends_in_covered_damage)) {
       recovered.continue_segment = log.segments[kept - 1].first_revision;
       recovered.continue_segment_bytes =
           kept - log.start == log.scans.size() ? last_size : log.scans[kept - 1 - log.start].size;

@@ -143,5 +143,130 @@ TEST(EngineRepair, AZeroSectorBelowTheCheckpointsRevisionIsDamageAndNothingIsCut
   fs::remove_all(dir);
 }
 
+// An idle log whose last record is R, a checkpoint at R holding R, and R's bytes damaged: the checkpoint
+// holds everything R held and nothing follows it, so the engine starts with every step, reports the
+// damage, and writes on. (Before, recovery refused the log.) The same damage with the checkpoint at
+// R - 1 loses R: still refused, nothing changed.
+TEST(EngineRepair, ADamagedLastRecordTheCheckpointHoldsLosesNothing) {
+  const std::string dir = TempDir("covered-last");
+  EngineOptions o = Options(dir);  // history_revisions 1: the checkpoint holds its own revision
+  int64_t r = 0;
+  ASSERT_CHILD_PASSES([&] {
+    auto engine = Engine::Open(o, nullptr);
+    CHILD_CHECK(engine.ok(), "%s", engine.status().ToString().c_str());
+    absl::Status s = WriteSteps((*engine)->store(), 1, 30);
+    CHILD_CHECK(s.ok(), "%s", s.ToString().c_str());
+    absl::StatusOr<CheckpointStats> c = (*engine)->Checkpoint();
+    CHILD_CHECK(c.ok() && c->revision == 31 && c->base_revision == 31, "checkpoint");
+    return 0;
+  });
+  r = 31;
+  const RecordPlace place = FindLogRecord(dir + "/wal", r);
+  ASSERT_FALSE(place.path.empty());
+  ASSERT_TRUE(DamageLogRecord(dir + "/wal", r));
+  ASSERT_CHILD_PASSES([&] {
+    RecoveryReport report;
+    auto engine = Engine::Open(o, &report);
+    CHILD_CHECK(engine.ok(), "%s", engine.status().ToString().c_str());
+    CHILD_CHECK(report.wal.covered_damage.has_value() && report.wal.covered_damage->segment == place.path &&
+                    report.wal.covered_damage->offset == place.offset,
+                "the damage is not reported: %s", report.wal.ToString().c_str());
+    int64_t steps = 0;
+    std::string problem = CheckSteps((*engine)->store(), 30, &steps);
+    CHILD_CHECK(problem.empty(), "%s", problem.c_str());
+    absl::Status s = WriteSteps((*engine)->store(), 31, 35);
+    CHILD_CHECK(s.ok(), "%s", s.ToString().c_str());
+    return 0;
+  });
+  ASSERT_CHILD_PASSES([&] {
+    auto engine = Engine::Open(o, nullptr);
+    CHILD_CHECK(engine.ok(), "%s", engine.status().ToString().c_str());
+    int64_t steps = 0;
+    std::string problem = CheckSteps((*engine)->store(), 35, &steps);
+    CHILD_CHECK(problem.empty(), "%s", problem.c_str());
+    return 0;
+  });
+  fs::remove_all(dir);
+
+  // The checkpoint at R - 1: record R is the store's only copy of step 31.
+  const std::string dir2 = TempDir("uncovered-last");
+  o = Options(dir2);
+  ASSERT_CHILD_PASSES([&] {
+    auto engine = Engine::Open(o, nullptr);
+    CHILD_CHECK(engine.ok(), "%s", engine.status().ToString().c_str());
+    absl::Status s = WriteSteps((*engine)->store(), 1, 30);
+    CHILD_CHECK(s.ok(), "%s", s.ToString().c_str());
+    CHILD_CHECK((*engine)->Checkpoint().ok(), "checkpoint at 31");
+    s = WriteSteps((*engine)->store(), 31, 31);
+    CHILD_CHECK(s.ok(), "%s", s.ToString().c_str());
+    return 0;
+  });
+  ASSERT_TRUE(DamageLogRecord(dir2 + "/wal", 32));
+  const std::string segment = FindLogRecord(dir2 + "/wal", 32).path;
+  const std::string before = ReadWhole(segment);
+  ASSERT_CHILD_PASSES([&] {
+    auto engine = Engine::Open(o, nullptr);
+    CHILD_CHECK(absl::IsDataLoss(engine.status()), "%s", engine.status().ToString().c_str());
+    CHILD_CHECK(engine.status().ToString().find("revision 32") != std::string::npos, "%s",
+                engine.status().ToString().c_str());
+    return 0;
+  });
+  EXPECT_EQ(ReadWhole(segment), before);
+  fs::remove_all(dir2);
+}
+
+// The repair report says what the next start will do with the log as the repair leaves it: which
+// checkpoint recovery will use, or, when the repair cut the log below what a checkpoint needs, that none
+// can be used (recovery loads that checkpoint and refuses). Each claim is checked by starting.
+TEST(EngineRepair, TheRepairReportSaysWhichCheckpointTheNextStartUses) {
+  for (const int64_t damaged : {int64_t{80}, int64_t{110}}) {
+    SCOPED_TRACE(damaged);
+    const std::string dir = TempDir("repair-outlook");
+    EngineOptions o = Options(dir);
+    o.store.history_revisions = 40;  // the checkpoint at 101 holds revision 62: 63..101 are replayed
+    ASSERT_CHILD_PASSES([&] {
+      auto engine = Engine::Open(o, nullptr);
+      CHILD_CHECK(engine.ok(), "%s", engine.status().ToString().c_str());
+      absl::Status s = WriteSteps((*engine)->store(), 1, 100);
+      CHILD_CHECK(s.ok(), "%s", s.ToString().c_str());
+      absl::StatusOr<CheckpointStats> c = (*engine)->Checkpoint();
+      CHILD_CHECK(c.ok() && c->revision == 101 && c->base_revision < 80, "checkpoint");
+      s = WriteSteps((*engine)->store(), 101, 120);
+      CHILD_CHECK(s.ok(), "%s", s.ToString().c_str());
+      return 0;
+    });
+    ASSERT_TRUE(DamageLogRecord(dir + "/wal", damaged));
+    const std::string checkpoint = CheckpointPath(dir, 101);
+    ASSERT_CHILD_PASSES([&] {
+      absl::StatusOr<WalRepairReport> repair = RepairLog(o);
+      CHILD_CHECK(repair.ok(), "%s", repair.status().ToString().c_str());
+      const std::string text = repair->ToString();
+      std::printf("%s\n", text.c_str());
+      if (damaged <= 101) {
+        CHILD_CHECK(repair->recovery_outlook.find("no checkpoint can be used") != std::string::npos &&
+                        repair->recovery_outlook.find(checkpoint) != std::string::npos &&
+                        repair->recovery_outlook.find("before revision 101") != std::string::npos,
+                    "%s", text.c_str());
+        auto engine = Engine::Open(o, nullptr);
+        CHILD_CHECK(absl::IsDataLoss(engine.status()), "the report said recovery refuses: %s",
+                    engine.status().ToString().c_str());
+      } else {
+        CHILD_CHECK(repair->recovery_outlook.find("recovery will use the checkpoint " + checkpoint) !=
+                            std::string::npos &&
+                        repair->recovery_outlook.find("through revision 109") != std::string::npos,
+                    "%s", text.c_str());
+        CHILD_CHECK(text.find("next start: recovery will use the checkpoint") != std::string::npos, "%s",
+                    text.c_str());
+        auto engine = Engine::Open(o, nullptr);
+        CHILD_CHECK(engine.ok(), "the report said recovery starts: %s", engine.status().ToString().c_str());
+        CHILD_CHECK((*engine)->store().Revision() == 109, "revision %lld",
+                    static_cast<long long>((*engine)->store().Revision()));
+      }
+      return 0;
+    });
+    fs::remove_all(dir);
+  }
+}
+
 }  // namespace
 }  // namespace revkv::server
