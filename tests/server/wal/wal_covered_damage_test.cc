@@ -248,6 +248,40 @@ TEST(WalCoveredDamage, ADamagedLastRecordTheCheckpointHoldsCostsNothing) {
   }
 }
 
+// A damaged last record the checkpoint holds (revision 50, checkpoint 50) in a segment followed by one
+// whose header is damaged: Open refuses; RepairWal moves the later segment aside and says the log now
+// ends at 50, and Open then continues at 51 — where the log ends is the damaged covered record's revision,
+// though the last intact record read is 49. (Found by the wal_recovery fuzzer, whose check compared the
+// repair with the last intact record read.)
+TEST(WalCoveredDamage, RepairAndOpenAgreeWhereALogEndingInCoveredDamageEnds) {
+  ScratchDir dir;
+  const WalOptions options{.dir = dir.path()};
+  std::string first = SegmentWith(LogWithHost(0, ""));
+  const RecordSpan last = ParseSegment(first).back();
+  ASSERT_EQ(last.revision, 50);
+  first[last.offset + 16 + 50] ^= 0x10;
+  WriteWholeFile(dir.path() + "/" + SegmentName(1), first);
+  std::string second = SegmentWith({{51, PayloadFor(51, 100)}});
+  second[0] = 'X';  // the magic
+  const std::string second_path = dir.path() + "/" + SegmentName(51);
+  WriteWholeFile(second_path, second);
+
+  const absl::Status refused = OpenFails(options, /*after_revision=*/50);
+  EXPECT_EQ(refused.code(), absl::StatusCode::kDataLoss) << refused;
+  absl::StatusOr<WalRepairReport> repair = RepairWal(nullptr, dir.path(), 50);
+  ASSERT_TRUE(repair.ok()) << repair.status();
+  EXPECT_EQ(repair->last_good_revision, 50);
+  ASSERT_TRUE(repair->damage.has_value());
+  EXPECT_EQ(repair->damage->segment, second_path);
+
+  testing::OpenedWal opened = OpenWal(options, 50);
+  ASSERT_NE(opened.wal, nullptr);
+  EXPECT_TRUE(opened.records.empty());
+  EXPECT_EQ(opened.report.next_revision, repair->last_good_revision + 1);
+  EXPECT_EQ(opened.report.last_revision, 49) << "the last intact record read";
+  EXPECT_EQ(opened.report.covered_records_skipped, 1u);
+}
+
 // The same damage when the checkpoint is at R - 1: record R is not covered, and it is damage (a byte
 // changed, no unwritten sector), so recovery refuses and changes nothing.
 TEST(WalCoveredDamage, ADamagedLastRecordTheCheckpointDoesNotHoldIsRefused) {
