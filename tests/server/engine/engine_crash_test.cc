@@ -7,6 +7,7 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include <array>
 #include <atomic>
 #include <cerrno>
 #include <chrono>
@@ -16,6 +17,7 @@
 #include <random>
 #include <string>
 #include <thread>
+#include <vector>
 
 #include "runtime/safepoint/safepoint.h"
 #include "server/engine/engine.h"
@@ -187,6 +189,136 @@ TEST(EngineTest, APowerLossLosesNothingAcknowledged) {
     CHILD_CHECK(problem.empty(), "%s", problem.c_str());
     std::printf("%d power losses, %lld steps acknowledged, %lld recovered\n", rounds,
                 static_cast<long long>(acknowledged), static_cast<long long>(steps));
+    return 0;
+  });
+  fs::remove_all(dir);
+}
+
+// The same with four concurrent writers, each with its own keys (prefix "w<n>/") and its own steps, a
+// DeleteRange of its older log keys every so often, and checkpoints taken beside them: after each power
+// loss every writer's acknowledged steps are all there, each step whole or absent, in increasing
+// revisions, and the store's revisions are gap-free (the highest mod revision is the store's revision).
+TEST(EngineTest, APowerLossWithConcurrentWritersLosesNothingAcknowledged) {
+  const std::string dir = TempDir("power-writers");
+  const uint64_t seed = Seed();
+  std::mt19937_64 rng(seed);
+  constexpr int kWriters = 4;
+  std::array<int64_t, kWriters> acknowledged{};
+  const int rounds = std::max(4, static_cast<int>(16 * Scale()));
+  auto prefix = [](int w) { return "w" + std::to_string(w) + "/"; };
+  // Every writer's steps and deletions as the state shows them; "" if they are consistent with `acked`.
+  auto check = [&](Store& store, const std::array<int64_t, kWriters>& acked,
+                   std::array<int64_t, kWriters>* steps) -> std::string {
+    absl::StatusOr<std::map<std::string, std::string>> all = Everything(store);
+    if (!all.ok()) return "read failed: " + all.status().ToString();
+    int64_t newest = 0;
+    for (const auto& [k, v] : *all) newest = std::max<int64_t>(newest, std::stoll(v.substr(v.find('@') + 1)));
+    for (int w = 0; w < kWriters; ++w) {
+      // A writer's deleted log keys are those up to its "floor", put in the same Txn as the deletion.
+      std::map<std::string, std::string> present;
+      int64_t floor = 0;
+      for (const auto& [k, v] : *all) {
+        if (k == prefix(w) + "floor") {
+          floor = std::stoll(v.substr(0, v.find('@')));
+        } else if (k.rfind(prefix(w), 0) == 0) {
+          present.emplace(k, v);
+        }
+      }
+      for (int64_t i = 1; i <= floor; ++i) {
+        if (present.count(StepLogKey(prefix(w), i)) != 0) {
+          return absl::StrCat("writer ", w, ": step ", i, " survived its deletion");
+        }
+      }
+      int64_t last_revision = 0;
+      const std::string a = present.count(prefix(w) + "a") ? present[prefix(w) + "a"] : "";
+      const int64_t n = a.empty() ? 0 : std::stoll(a.substr(0, a.find('@')));
+      for (int64_t i = floor + 1; i <= n; ++i) {
+        auto it = present.find(StepLogKey(prefix(w), i));
+        if (it == present.end()) return absl::StrCat("writer ", w, ": step ", i, " of ", n, " is missing");
+        const int64_t revision = std::stoll(it->second.substr(it->second.find('@') + 1));
+        if (revision <= last_revision) return absl::StrCat("writer ", w, ": step ", i, " out of order");
+        last_revision = revision;
+      }
+      for (auto it = present.lower_bound(prefix(w) + "log/"); it != present.end(); ++it) {
+        if (it->first.rfind(prefix(w) + "log/", 0) != 0) break;
+        const int64_t i = std::stoll(it->first.substr(prefix(w).size() + 4)) - 1000000;
+        if (i > n) return absl::StrCat("writer ", w, ": step ", i, " is present but its last whole step is ", n);
+      }
+      if (n < acked[w]) return absl::StrCat("writer ", w, ": acknowledged step ", acked[w], " lost (", n, ")");
+      if (floor > n) return absl::StrCat("writer ", w, ": floor ", floor, " past step ", n);
+      const std::string b = present.count(prefix(w) + "b") ? present[prefix(w) + "b"] : "";
+      if (a != b) return absl::StrCat("writer ", w, ": a transaction is partly present: a=", a, " b=", b);
+      (*steps)[w] = n;
+    }
+    if (!all->empty() && newest != store.Revision()) {
+      return absl::StrCat("the newest key has revision ", newest, ", the store ", store.Revision());
+    }
+    return "";
+  };
+  for (int round = 0; round < rounds; ++round) {
+    const uint64_t round_seed = rng();
+    ASSERT_CHILD_PASSES([&] {
+      FaultInjectingFileSystem faulty(DefaultFileSystem());
+      EngineOptions o = Options(dir);
+      o.file_system = &faulty;
+      o.wal_segment_bytes = 8 << 10;
+      auto engine = Engine::Open(o, nullptr);
+      CHILD_CHECK(engine.ok(), "%s", engine.status().ToString().c_str());
+      Store& store = (*engine)->store();
+      std::array<int64_t, kWriters> steps{};
+      const std::string problem = check(store, acknowledged, &steps);
+      CHILD_CHECK(problem.empty(), "round %d: %s", round, problem.c_str());
+      std::array<std::atomic<int64_t>, kWriters> acked;
+      for (int w = 0; w < kWriters; ++w) acked[w].store(steps[w]);
+      std::vector<std::thread> writers;
+      for (int w = 0; w < kWriters; ++w) {
+        writers.emplace_back([&, w, first = steps[w] + 1] {
+          runtime::ThreadRegistration r("writer");
+          for (int64_t i = first;; ++i) {
+            etcdserverpb::TxnRequest t = StepTxn(i, prefix(w));
+            if (i % 7 == 0) {  // delete the log keys up to i - 3 and move the floor with them
+              auto* d = t.add_success()->mutable_request_delete_range();
+              d->set_key(StepLogKey(prefix(w), 0));
+              d->set_range_end(StepLogKey(prefix(w), i - 2));
+              *t.add_success()->mutable_request_put() = PutRequest(prefix(w) + "floor", std::to_string(i - 3));
+            }
+            auto written = store.Txn(t);
+            if (!written.ok() || !store.WaitDurable(written->lsn).ok()) return;  // the power is gone
+            acked[w].store(i);
+          }
+        });
+      }
+      std::mt19937_64 local(round_seed);
+      const auto end = std::chrono::steady_clock::now() + std::chrono::milliseconds(20 + local() % 150);
+      while (std::chrono::steady_clock::now() < end) {
+        if (local() % 3 == 0) (void)(*engine)->Checkpoint();
+        runtime::SafeRegion waiting;
+        std::this_thread::sleep_for(std::chrono::milliseconds(local() % 20));
+      }
+      absl::Status lost = faulty.SimulatePowerLoss();
+      CHILD_CHECK(lost.ok(), "%s", lost.ToString().c_str());
+      {
+        runtime::SafeRegion waiting;
+        for (std::thread& t : writers) t.join();
+      }
+      std::ofstream out(dir + "/acked.txt");
+      for (int w = 0; w < kWriters; ++w) out << acked[w].load() << "\n";
+      out.flush();
+      std::fflush(stdout);
+      _exit(0);  // the machine is off: no clean shutdown
+    });
+    std::ifstream in(dir + "/acked.txt");
+    for (int w = 0; w < kWriters; ++w) in >> acknowledged[w];
+  }
+  ASSERT_CHILD_PASSES([&] {
+    auto engine = Engine::Open(Options(dir), nullptr);
+    CHILD_CHECK(engine.ok(), "%s", engine.status().ToString().c_str());
+    std::array<int64_t, kWriters> steps{};
+    const std::string problem = check((*engine)->store(), acknowledged, &steps);
+    CHILD_CHECK(problem.empty(), "%s", problem.c_str());
+    std::printf("%d power losses with %d writers; steps acknowledged", rounds, kWriters);
+    for (int w = 0; w < kWriters; ++w) std::printf(" %lld", static_cast<long long>(acknowledged[w]));
+    std::printf("\n");
     return 0;
   });
   fs::remove_all(dir);
