@@ -36,10 +36,12 @@
 // first copied to "<segment>.broken", so a cut never destroys evidence.
 //
 // Records at or below after_revision (covered by the checkpoint) never decide the fate of later ones: a
-// covered record that fails its checks is passed over if the record of exactly the next revision is
-// found after it in its segment (where its length says, else by a bounded search that also requires the
-// record after the one found: FindNextRecord), or if nothing follows it in its segment (it is the
-// segment's last record); only otherwise is the damage judged as above.
+// covered record that fails its checks is passed over if the record of the next revision is found after
+// it in its segment (where its length says, else by a bounded search that also requires the record after
+// the one found: FindNextRecord), or, that one being damaged too, the record of the revision after it,
+// and so on up to the first revision the checkpoint does not cover (at most kMaxDamagedCoveredInARow
+// records in a row); or if nothing follows it in its segment (it is the segment's last record); only
+// otherwise is the damage judged as above.
 #include "server/wal/wal_recovery.h"
 
 #include <string.h>
@@ -155,6 +157,11 @@ std::optional<uint64_t> CompletingLength(int64_t revision, uint32_t crc, std::st
 // that runs out of budget has found nothing (the damage is then judged as if no record followed).
 constexpr uint64_t kSearchCrcBudgetFactor = 4;
 constexpr uint64_t kSearchCrcBudgetSlack = uint64_t{1} << 20;
+// A run of damaged covered records is passed over only up to this many records in a row: the search for
+// each further revision is one more memmem pass over the rest of the segment (the CRC budget is shared).
+constexpr int64_t kMaxDamagedCoveredInARow = 16;
+
+uint64_t SearchCrcBudget(uint64_t bytes) { return kSearchCrcBudgetFactor * bytes + kSearchCrcBudgetSlack; }
 
 // The length of the record whose header at `pos` of `bytes` names exactly `revision` and whose payload
 // lies inside `bytes`, if there is one (its CRC is not checked: cheap).
@@ -175,7 +182,9 @@ bool CrcHoldsAt(std::string_view bytes, size_t pos, uint64_t* crc_bytes) {
 }
 
 // After the damaged covered record at the start of `rest` (file offset `base`), the record of exactly
-// `revision` (the one after the damaged one) where the log continues, if it can be found:
+// `revision` (one after the damaged one: the caller tries the nearest first) where the log continues, if
+// it can be found; adds the bytes it checksums to `*crc_bytes_used`, which the caller shares across
+// revisions:
 //   1. where the damaged record's own length field says the next record starts (a damaged payload or
 //      CRC leaves the length intact: one check);
 //   2. else by searching the rest of the segment for the 8 bytes of `revision` where a record header
@@ -188,8 +197,8 @@ bool CrcHoldsAt(std::string_view bytes, size_t pos, uint64_t* crc_bytes) {
 // budget above says.
 std::optional<FoundRecord> FindNextRecord(std::string_view rest, uint64_t base,
                                           const std::optional<wal_format::RecordHeader>& damaged,
-                                          int64_t revision) {
-  uint64_t crc_bytes = 0;
+                                          int64_t revision, uint64_t* crc_bytes_used) {
+  uint64_t& crc_bytes = *crc_bytes_used;
   if (damaged && damaged->payload_bytes <= rest.size() - kRecordHeaderBytes) {
     const size_t next = kRecordHeaderBytes + damaged->payload_bytes;
     if (next == rest.size()) return std::nullopt;
@@ -197,7 +206,7 @@ std::optional<FoundRecord> FindNextRecord(std::string_view rest, uint64_t base,
       return FoundRecord{base + next, revision};
     }
   }
-  const uint64_t budget = kSearchCrcBudgetFactor * rest.size() + kSearchCrcBudgetSlack;
+  const uint64_t budget = SearchCrcBudget(rest.size());
   char pattern[8];
   std::memcpy(pattern, &revision, sizeof pattern);
   // A header's revision is at its bytes 8..15; the damaged record itself starts at 0.
@@ -345,9 +354,18 @@ absl::StatusOr<SegmentScan> ScanSegment(FileSystem* fs, const std::vector<Segmen
       };
       const std::string why = complete ? absl::StrCat("bad CRC in the record of revision ", *expected)
                                        : absl::StrCat("broken framing of the record of revision ", *expected);
-      if (std::optional<FoundRecord> next = FindNextRecord(*rest, offset, h, *expected + 1)) {
-        note_covered(why);
-        ++*expected;
+      // The record of the next revision, else (it is damaged too) of the one after it, and so on up to
+      // the first revision the checkpoint does not cover, for at most kMaxDamagedCoveredInARow records.
+      uint64_t crc_bytes = 0;
+      std::optional<FoundRecord> next;
+      const int64_t last_candidate = std::min(after_revision + 1, *expected + kMaxDamagedCoveredInARow);
+      for (int64_t candidate = *expected + 1;
+           !next && candidate <= last_candidate && crc_bytes <= SearchCrcBudget(rest->size()); ++candidate) {
+        next = FindNextRecord(*rest, offset, h, candidate, &crc_bytes);
+      }
+      if (next) {
+        for (int64_t skipped = *expected; skipped < next->revision; ++skipped) note_covered(why);
+        *expected = next->revision;
         reader.Seek(next->offset);
         continue;
       }

@@ -107,10 +107,11 @@ TEST(WalCoveredDamage, APlantedRecordNotFollowedByTheNextRevisionIsRejected) {
   ExpectRealRecords41To50(opened);
 }
 
-// The search looks for the exact revision after the damaged one: a record of a later covered revision
-// does not stand in for it. Records 10 and 11 both damaged (10's length, 11's payload): no record 11
-// passes its CRC, so the damage is judged as uncovered damage would be (refused), and nothing changes.
-TEST(WalCoveredDamage, TheSearchTakesOnlyTheRevisionAfterTheDamagedOne) {
+// Two damaged covered records in a row (10's length, 11's payload): no record 11 passes its CRC, so
+// the search takes record 12 (followed by 13), and the records the checkpoint does not cover come back
+// whole. (Before, only the record of exactly the next revision was looked for: the log was refused, and
+// the repair then moved records 41..50 aside — covered damage decided the fate of uncovered records.)
+TEST(WalCoveredDamage, TwoDamagedCoveredRecordsInARowArePassedOver) {
   ScratchDir dir;
   const WalOptions options{.dir = dir.path()};
   const std::string path = dir.path() + "/" + SegmentName(1);
@@ -119,6 +120,43 @@ TEST(WalCoveredDamage, TheSearchTakesOnlyTheRevisionAfterTheDamagedOne) {
   contents[spans[9].offset] ^= 0x07;             // record 10's length
   contents[spans[10].offset + 16 + 20] ^= 0x20;  // record 11's payload
   WriteWholeFile(path, contents);
+  testing::OpenedWal opened = OpenWal(options, /*after_revision=*/40);
+  ASSERT_NE(opened.wal, nullptr) << "the checkpoint covers both damaged records";
+  ExpectRealRecords41To50(opened);
+  EXPECT_EQ(opened.report.covered_records_skipped, 2u);
+  EXPECT_EQ(ReadWholeFile(path), contents);
+}
+
+// The search takes the nearest revision it can find: record 10's length damaged and its value holding a
+// well-formed pair of records 12 and 13 — the real record 11 (followed by the real 12) is taken, not the
+// planted 12, which comes first in the file.
+TEST(WalCoveredDamage, TheRealNextRecordIsPreferredToAPlantedLaterOne) {
+  ScratchDir dir;
+  const WalOptions options{.dir = dir.path()};
+  const std::string planted = EncodeRecord(12, "planted 12") + EncodeRecord(13, "planted 13");
+  const std::string path = dir.path() + "/" + SegmentName(1);
+  std::string contents = SegmentWith(LogWithHost(10, "prefix " + planted + " suffix"));
+  const RecordSpan host = ParseSegment(contents)[9];
+  contents[host.offset] ^= 0x07;  // record 10's length
+  WriteWholeFile(path, contents);
+  testing::OpenedWal opened = OpenWal(options, /*after_revision=*/11);
+  ASSERT_NE(opened.wal, nullptr);
+  ASSERT_EQ(opened.records.size(), 39u);
+  EXPECT_EQ(opened.records.front().first, 12);
+  EXPECT_EQ(opened.records.front().second, PayloadFor(12, 100)) << "the planted 12 was replayed";
+  EXPECT_EQ(opened.report.covered_records_skipped, 1u);
+}
+
+// More damaged covered records in a row than the search passes over (17): refused, nothing changed.
+TEST(WalCoveredDamage, ARunOfDamagedCoveredRecordsLongerThanTheBoundIsRefused) {
+  ScratchDir dir;
+  const WalOptions options{.dir = dir.path()};
+  const std::string path = dir.path() + "/" + SegmentName(1);
+  std::string contents = SegmentWith(LogWithHost(0, ""));
+  const std::vector<RecordSpan> spans = ParseSegment(contents);
+  contents[spans[9].offset] ^= 0x07;  // record 10's length
+  for (size_t i = 10; i < 26; ++i) contents[spans[i].offset + 16 + 20] ^= 0x20;  // records 11..26
+  WriteWholeFile(path, contents);
   const absl::Status status = OpenFails(options, /*after_revision=*/40);
   EXPECT_EQ(status.code(), absl::StatusCode::kDataLoss) << status;
   EXPECT_EQ(ReadWholeFile(path), contents);
@@ -126,7 +164,7 @@ TEST(WalCoveredDamage, TheSearchTakesOnlyTheRevisionAfterTheDamagedOne) {
 
 // What the search costs on a full 64 MiB segment with the damage at its start (record 1's length, so
 // the length cannot say where record 2 is; every record up to the last is covered): found at once;
-// record 2 damaged too (nothing to find: one pass over the whole segment, then refused); and values
+// records 2..17 damaged too (nothing to find: sixteen passes over the whole segment, then refused); and values
 // crafted to be full of headers naming revision 2 with huge lengths (every one a candidate whose CRC
 // would cover a quarter of the segment; before, each was checksummed). Each is timed and printed.
 TEST(WalCoveredDamage, TheSearchOnAFull64MiBSegmentIsBounded) {
@@ -167,19 +205,20 @@ TEST(WalCoveredDamage, TheSearchOnAFull64MiBSegmentIsBounded) {
     const char* name;
     bool crafted;
     bool damage_record_1;
-    bool damage_record_2;
+    int damaged_after_1;  // records 2..1 + damaged_after_1 damaged too
     bool opens;
   };
-  for (const Case& c : {Case{"no damage (for comparison)", false, false, false, true},
-                        Case{"next record found", false, true, false, true},
-                        Case{"nothing to find (record 2 damaged too)", false, true, true, false},
-                        Case{"values full of candidate headers", true, true, false, true}}) {
+  for (const Case& c : {Case{"no damage (for comparison)", false, false, 0, true},
+                        Case{"next record found", false, true, 0, true},
+                        Case{"record 2 damaged too (record 3 found)", false, true, 1, true},
+                        Case{"nothing to find (records 2..17 damaged too)", false, true, 16, false},
+                        Case{"values full of candidate headers", true, true, 0, true}}) {
     SCOPED_TRACE(c.name);
     std::string contents = build(c.crafted);
     ASSERT_GE(contents.size(), uint64_t{63} << 20);
     const std::vector<RecordSpan> spans = ParseSegment(contents);
     if (c.damage_record_1) contents[spans[0].offset] ^= 0x07;  // record 1's length
-    if (c.damage_record_2) contents[spans[1].offset + 16 + 100] ^= 0x20;
+    for (int i = 1; i <= c.damaged_after_1; ++i) contents[spans[i].offset + 16 + 100] ^= 0x20;
     WriteWholeFile(path, contents);
     const auto start = std::chrono::steady_clock::now();
     absl::StatusOr<std::unique_ptr<Wal>> wal = Wal::Open(
