@@ -399,46 +399,60 @@ TEST_F(SafepointTest, AStopEndsAsSoonAsALateThreadParks) {
 
 // Lateness is counted per thread from when the collector turns to it: a thread still running behind a
 // late one, which then parks within the threshold of the collector's turning to it, is not reported.
+// The workers end their no-poll loops on events, not on clock deadlines, so a loaded machine that
+// delays a thread's start changes nothing: `first` runs until the watchdog has reported it (at least the
+// threshold into the stop), `second` until `first` has left its loop, and then both poll.
 TEST_F(SafepointTest, TheWatchdogDoesNotBlameAThreadQueuedBehindALateOne) {
-  SetSafepointWatchdogNanos(20'000'000);
+  constexpr uint64_t kThreshold = 200'000'000;  // far above a scheduling delay of a loaded machine
+  SetSafepointWatchdogNanos(kThreshold);
   const uint64_t late_before = GetGcStatistics(0).late_safepoints;
   std::atomic<int> registered{0};
   std::atomic<bool> go{false};
   std::atomic<int> running{0};  // workers in their no-poll loops
+  std::atomic<bool> first_left{false};
   std::atomic<bool> done{false};
-  std::atomic<uint64_t> go_at{0};
+  // A no-poll loop that ends when `until()` holds, or after 10 s (a broken watchdog then fails the
+  // expectations below instead of hanging the test).
+  auto spin = [](auto until) {
+    const uint64_t give_up = port::NowNanos() + 10'000'000'000;
+    while (!until() && port::NowNanos() < give_up) {
+    }  // no poll
+  };
   // Registered in this order, so the collector waits for `first` before it turns to `second`.
-  auto worker = [&](const char* name, int order, uint64_t run_nanos) {
+  auto worker = [&](const char* name, int order) {
     while (registered.load(std::memory_order_acquire) != order) std::this_thread::yield();
     ThreadRegistration r(name);
     registered.fetch_add(1, std::memory_order_acq_rel);
     while (!go.load(std::memory_order_acquire)) Poll();
-    const uint64_t until = go_at.load(std::memory_order_relaxed) + run_nanos;
     running.fetch_add(1, std::memory_order_acq_rel);
-    while (port::NowNanos() < until) {
-    }  // no poll
+    if (order == 0) {
+      spin([&] { return GetGcStatistics(0).late_safepoints > late_before; });
+      first_left.store(true, std::memory_order_release);
+    } else {
+      spin([&] { return first_left.load(std::memory_order_acquire); });
+    }
     while (!done.load(std::memory_order_acquire)) Poll();
   };
-  // `first` holds the stop up for most of 60 ms; `second` parks 10 ms after it, well within the
-  // threshold of the collector's turning to it, though 70 ms after the stop began.
-  std::thread first(worker, "late-first", 0, 60'000'000);
-  std::thread second(worker, "queued-second", 1, 70'000'000);
+  std::thread first(worker, "late-first", 0);
+  std::thread second(worker, "queued-second", 1);
   while (registered.load(std::memory_order_acquire) != 2) std::this_thread::yield();
-  go_at.store(port::NowNanos(), std::memory_order_relaxed);
   go.store(true, std::memory_order_release);
   while (running.load(std::memory_order_acquire) != 2) std::this_thread::yield();
   ::testing::internal::CaptureStderr();
+  const uint64_t stop_began = port::NowNanos();
   {
     // This thread stops the world itself, so it is the one waiting, and waits in registration order.
     CollectorLock lock;
     ThreadRegistry::Get().StopTheWorld(CurrentThread());
     ThreadRegistry::Get().ResumeTheWorld();
   }
+  const uint64_t stop_nanos = port::NowNanos() - stop_began;
   const std::string log = ::testing::internal::GetCapturedStderr();
   done.store(true, std::memory_order_release);
   Join(first);
   Join(second);
   SetSafepointWatchdogNanos(50'000'000);
+  EXPECT_GE(stop_nanos, kThreshold) << "`second` ran past the threshold of the stop's start";
   EXPECT_EQ(GetGcStatistics(0).late_safepoints, late_before + 1) << log;
   EXPECT_NE(log.find("thread 'late-first'"), std::string::npos) << log;
   EXPECT_EQ(log.find("thread 'queued-second'"), std::string::npos) << log;
