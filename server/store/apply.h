@@ -133,7 +133,9 @@ class Applier {
                           r.min_create_revision() != 0 || r.max_create_revision() != 0;
     const bool sorted = r.sort_order() != etcdserverpb::RangeRequest::NONE;
     // A limit <= 0 means no limit; with sorting or filters everything is fetched first.
-    const int64_t fetch_limit = (sorted || filtered || r.limit() <= 0) ? 0 : r.limit() + 1;  // +1 for `more`
+    // One more than the limit tells whether there is `more`; the largest limit already means "all".
+    const bool unlimited = sorted || filtered || r.limit() <= 0 || r.limit() == std::numeric_limits<int64_t>::max();
+    const int64_t fetch_limit = unlimited ? 0 : r.limit() + 1;
     // Values are needed to sort on them even when the response leaves them out.
     const bool with_values = !r.keys_only() || r.sort_target() == etcdserverpb::RangeRequest::VALUE;
     int64_t count = 0;

@@ -7,6 +7,7 @@
 
 #include <atomic>
 #include <filesystem>
+#include <limits>
 #include <optional>
 #include <random>
 #include <thread>
@@ -103,6 +104,20 @@ TEST_F(StoreTest, ManyKeysSplitTheTreeAndRangesStayOrdered) {
   EXPECT_EQ(del->response.deleted(), 4000);
   EXPECT_EQ(Get("k", std::string(1, '\0')).kvs_size(), 1000);
   EXPECT_EQ(store_->KeyCount(), 1000);
+}
+
+// A limit is a count, not a bound to add to: the largest one means "all", as it does in etcd.
+TEST_F(StoreTest, ARangeWithTheLargestLimitReturnsEveryKey) {
+  for (int i = 0; i < 3; ++i) Put("l" + std::to_string(i), "v");
+  etcdserverpb::RangeRequest r;
+  r.set_key("l");
+  r.set_range_end("m");
+  r.set_limit(std::numeric_limits<int64_t>::max());
+  auto res = store_->Range(r);
+  ASSERT_TRUE(res.ok()) << res.status();
+  EXPECT_EQ(res->kvs_size(), 3);
+  EXPECT_EQ(res->count(), 3);
+  EXPECT_FALSE(res->more());
 }
 
 // A key past the last one of a full leaf starts a new leaf and leaves the old one full: ascending
