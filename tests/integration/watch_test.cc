@@ -309,9 +309,11 @@ TEST_P(WatchTools, EtcdctlInteractiveWatch) {
   Ctl({"put", "i/1", "one"});
   Ctl({"put", "j", "two"});
   // etcdctl watch -i reads watch commands on stdin and stops at its end: keep it open for a while.
+  // Each watch prints its events line by line from its own goroutine, so two replays started together
+  // can interleave their lines (seen against etcd): the second command waits for the first's replay.
   CommandResult r =
       RunCommand({"/bin/sh", "-c",
-                  "(printf 'watch --rev=2 i/1\\nwatch --rev=2 --prefix j\\n'; sleep 3) | " +
+                  "(printf 'watch --rev=2 i/1\\n'; sleep 1; printf 'watch --rev=2 --prefix j\\n'; sleep 2) | " +
                       std::string(kEtcdctl) + " --endpoints=" + server_->address() + " watch -i"},
                  "", {{"ETCDCTL_API", "3"}}, std::chrono::seconds(20));
   EXPECT_NE(r.out.find("PUT\ni/1\none\n"), std::string::npos) << r.Describe();
