@@ -11,6 +11,8 @@
 #include <chrono>
 #include <map>
 #include <mutex>
+#include <stdexcept>
+#include <string>
 #include <thread>
 #include <vector>
 
@@ -18,6 +20,7 @@
 #include "runtime/heap/heap.h"
 #include "runtime/safepoint/safepoint.h"
 #include "runtime/stm/descriptor.h"  // kInevitableAfterAborts and other constants the tests exercise
+#include "runtime/stm/test_hooks.h"  // this binary links revkv_runtime_test_hooks
 #include "tests/runtime/test_support.h"
 
 namespace revkv::runtime::testing {
@@ -1085,6 +1088,171 @@ TEST_F(StmTest, ConcurrentCompressorsKeepChainsAcyclicAndMovingForward) {
   }
   EXPECT_LT(o->h_revision.load(), uint64_t{1} << 63) << "a lock was left behind";
   EXPECT_EQ(static_cast<Account*>(o)->balance, static_cast<int64_t>(commits));
+}
+
+// ----- chain compression paused between its load and its store ----------------------------------------
+//
+// One compressor is stopped by the test hook (runtime/stm/test_hooks.h) after it has loaded a link and
+// decided to redirect it, and before its store. Meanwhile the test thread commits a newer revision of the
+// same object and compresses the same links past the paused compressor's target. DESIGN 2.3: a link only
+// ever moves forward, and a compressor never stores over a head's time or a lock; it must notice that
+// the link changed (its compare-and-swap fails) and leave it.
+
+// Thrown by the hook when a compressor is about to store over a value that is not a revision pointer
+// (a head's commit time or a header lock): the store would lose the head and close a cycle.
+struct StoreOverAHead : std::runtime_error {
+  using std::runtime_error::runtime_error;
+};
+
+std::atomic<int> g_pause_state{0};  // 0: not paused yet, 1: paused, 2: resume
+thread_local bool t_pause_at_first_compression = false;
+
+void PauseTheFirstCompressionOfThisThread(const Object* /*link*/, uintptr_t loaded,
+                                          const Object* /*target*/) {
+  if (!IsRevisionPointerForTest(loaded))
+    throw StoreOverAHead("a compressor stores over a head's time or lock");
+  if (!t_pause_at_first_compression) return;
+  t_pause_at_first_compression = false;
+  g_pause_state.store(1);
+  while (g_pause_state.load() != 2) std::this_thread::yield();
+}
+
+Object* NextRevision(Object* o) {
+  const uintptr_t v = o->h_revision.load();
+  return IsRevisionPointerForTest(v) ? reinterpret_cast<Object*>(v) : nullptr;
+}
+
+class PausedCompressionTest : public StmTest {
+ protected:
+  void SetUp() override {
+    StmTest::SetUp();
+    g_pause_state.store(0);
+    stm::testing::SetCompressionHook(&PauseTheFirstCompressionOfThisThread);
+  }
+  void TearDown() override {
+    stm::testing::SetCompressionHook(nullptr);
+    StmTest::TearDown();
+  }
+
+  // Account 0 gets revisions rev_[0] -> rev_[1] -> rev_[2] -> rev_[3] (the head); the table keeps naming
+  // rev_[0] (reads through a Ref made from a field never fix the field up).
+  void BuildChain() {
+    MakeAccounts(3, 0);
+    rev_[0] = table().unsafe_raw()->at(0).LoadReference();
+    for (int i = 1; i <= 3; ++i) {  // each commit writes the head directly: no walk, no compression
+      ASSERT_TRUE(stm::Atomically([&](Tx& tx) {
+                    tx.Write(Ref<Account>::FromRaw(static_cast<Account*>(rev_[i - 1])))->balance += 1;
+                  }).ok());
+      rev_[i] = NextRevision(rev_[i - 1]);
+      ASSERT_NE(rev_[i], nullptr);
+    }
+    for (int i = 0; i < 3; ++i) ASSERT_EQ(NextRevision(rev_[i]), rev_[i + 1]);
+    ASSERT_NE(rev_[3], nullptr);
+    ASSERT_EQ(NextRevision(rev_[3]), nullptr) << "rev_[3] is the head";
+  }
+  // Commits to account 0 through the table's reference (rev_[0]): the walk compresses.
+  void CommitToAccountZero() {
+    ASSERT_TRUE(
+        stm::Atomically([&](Tx& tx) { tx.Write(Ref<Account>(tx.Read(table())->at(0)))->balance += 1; }).ok());
+  }
+  // A writing transaction (so it compresses) that reads account 0 starting from revision `from`.
+  void CompressFrom(Object* from) {
+    ASSERT_TRUE(stm::Atomically([&](Tx& tx) {
+                  tx.Write(Ref<Account>(tx.Read(table())->at(2)))->writes += 1;
+                  (void)tx.Read(Ref<Account>::FromRaw(static_cast<Account*>(from)))->balance;
+                }).ok());
+  }
+
+  // Starts the compressor: a writer that reads account 0 from the table, walks rev_[0] -> ... ->
+  // rev_[3] and pauses at its first link (rev_[0], loaded rev_[1], target rev_[3]). Returns once it is
+  // paused. Its first attempt then fails validation (rev_[3] is superseded); the retry does not read
+  // account 0 again, so it cannot repair what the first attempt did to the chain.
+  void StartPausedCompressor() {
+    compressor_ = std::thread([this] {
+      ThreadRegistration r("compressor");
+      t_pause_at_first_compression = true;
+      int attempts = 0;
+      try {
+        compressor_status_ = stm::Atomically([&](Tx& tx) {
+          auto tbl = tx.Read(table());
+          tx.Write(Ref<Account>(tbl->at(1)))->writes += 1;  // a writer: it compresses its walks
+          if (++attempts == 1) (void)tx.Read(Ref<Account>(tbl->at(0)))->balance;
+        });
+      } catch (const StoreOverAHead& e) {
+        compressor_error_ = e.what();
+      }
+    });
+    while (g_pause_state.load() != 1) std::this_thread::yield();
+  }
+  void ResumeCompressor() {
+    g_pause_state.store(2);
+    Join(compressor_);
+  }
+
+  // The chain from rev_[0] is acyclic, its commit times strictly increase, and it ends at a head with an
+  // odd time (not a lock) and every commit's effect.
+  void ExpectIntactChain(int64_t balance) {
+    Object* o = rev_[0];
+    uint64_t last_time = 0;
+    for (int hops = 0; NextRevision(o) != nullptr; ++hops) {
+      ASSERT_LT(hops, 16) << "cycle in the revision chain";
+      const uint64_t time = static_cast<VersionedObject*>(o)->h_commit_time.load();
+      ASSERT_GT(time, last_time) << "a link points back to an older revision";
+      last_time = time;
+      o = NextRevision(o);
+    }
+    EXPECT_LT(o->h_revision.load(), uint64_t{1} << 63) << "a lock was left behind";
+    EXPECT_EQ(o->h_revision.load(), static_cast<VersionedObject*>(o)->h_commit_time.load())
+        << "the head's time was overwritten";
+    EXPECT_EQ(static_cast<Account*>(o)->balance, balance);
+  }
+
+  Object* rev_[5] = {};
+  std::thread compressor_;
+  absl::Status compressor_status_;
+  std::string compressor_error_;
+};
+
+// The link the paused compressor loaded (rev_[0] -> rev_[1]) is moved past its target (to rev_[4]) while
+// it waits; its store would move the link back to rev_[3].
+TEST_F(PausedCompressionTest, ACompressorWhoseLinkMovedOnNeverMovesItBack) {
+  Watchdog watchdog("paused compression", 60s);
+  ASSERT_NO_FATAL_FAILURE(BuildChain());
+  StartPausedCompressor();
+  CommitToAccountZero();  // compresses rev_[0..2] -> rev_[3], then commits rev_[4]
+  rev_[4] = NextRevision(rev_[3]);
+  ASSERT_NE(rev_[4], nullptr);
+  CompressFrom(rev_[0]);  // rev_[0] -> rev_[3] -> rev_[4]: rev_[0] now names rev_[4]
+  ASSERT_EQ(NextRevision(rev_[0]), rev_[4]) << "the setup did not compress rev_[0] past rev_[3]";
+  ResumeCompressor();
+  EXPECT_EQ(compressor_error_, "");
+  EXPECT_TRUE(compressor_status_.ok()) << compressor_status_;
+  EXPECT_EQ(NextRevision(rev_[0]), rev_[4]) << "the paused compressor moved the link back";
+  ExpectIntactChain(4);
+}
+
+// As above, and the next link the compressor would follow (rev_[1]) is also moved to rev_[4], the head:
+// a compressor that re-reads links instead of comparing-and-swapping walks past its target and stores
+// over the head's time (losing rev_[4] and closing a cycle rev_[3] -> rev_[4] -> rev_[3]).
+TEST_F(PausedCompressionTest, ACompressorWhoseLinkMovedPastItsTargetNeverStoresOverTheHead) {
+  Watchdog watchdog("paused compression", 60s);
+  ASSERT_NO_FATAL_FAILURE(BuildChain());
+  StartPausedCompressor();
+  CommitToAccountZero();
+  rev_[4] = NextRevision(rev_[3]);
+  ASSERT_NE(rev_[4], nullptr);
+  CompressFrom(rev_[0]);
+  CompressFrom(rev_[1]);  // rev_[1] -> rev_[3] -> rev_[4]: rev_[1] now names rev_[4]
+  ASSERT_EQ(NextRevision(rev_[1]), rev_[4]) << "the setup did not compress rev_[1] past rev_[3]";
+  ResumeCompressor();
+  EXPECT_EQ(compressor_error_, "");
+  EXPECT_TRUE(compressor_status_.ok()) << compressor_status_;
+  EXPECT_EQ(NextRevision(rev_[0]), rev_[4]) << "the paused compressor moved the link back";
+  ExpectIntactChain(4);
+  // The head still takes commits, and its new revision follows it.
+  CommitToAccountZero();
+  EXPECT_NE(NextRevision(rev_[4]), nullptr);
+  ExpectIntactChain(5);
 }
 
 // A major collection that finds a writing transaction's read set holding a superseded revision dooms
