@@ -232,7 +232,7 @@ TEST_F(GcTest, GarbageIsReclaimedWithinTheHeapMaximum) {
     peak_committed = std::max(peak_committed, GetHeapUsage().committed_bytes);
   }
   for (int i = 0; i < 1000; ++i) {
-    auto* node = static_cast<Node*>(fan->slots()[i].Load());
+    auto* node = static_cast<Node*>(RawReference(fan->slots()[i]));
     ASSERT_EQ(node->value, i);
   }
   const GcStatistics stats = GetGcStatistics();
@@ -663,7 +663,7 @@ __attribute__((noinline)) HiddenAddress FillLargeFan(Root<Fan>& root, size_t slo
 // True if slot i of the fan holds an intact node of value i that is outside the nursery, for every i.
 __attribute__((noinline)) bool FanHoldsItsNodes(Root<Fan>& root) {
   for (size_t i = 0; i < root->count; ++i) {
-    const auto* n = static_cast<const Node*>(root->slots()[i].Load());
+    const auto* n = static_cast<const Node*>(RawReference(root->slots()[i]));
     if (n == nullptr || IsInNursery(n) || n->value != static_cast<int64_t>(i) ||
         n->check != n->value * 7919 + 13) {
       return false;
@@ -673,7 +673,7 @@ __attribute__((noinline)) bool FanHoldsItsNodes(Root<Fan>& root) {
 }
 
 __attribute__((noinline)) HiddenAddress SlotTarget(Root<Fan>& root, size_t i) {
-  return HiddenAddress(root->slots()[i].Load());
+  return HiddenAddress(RawReference(root->slots()[i]));
 }
 
 char PatternByte(size_t i, char seed) { return static_cast<char>(seed + static_cast<char>(i * 31)); }

@@ -238,7 +238,7 @@ uint64_t HeaderChecksum(Table* t) {
   mix(t->flags());
   mix(t->h_revision.load());
   for (size_t i = 0; i < t->size; ++i) {
-    Account* a = t->at(i).Load();
+    Account* a = RawReference(t->at(i));
     mix(reinterpret_cast<uintptr_t>(a));
     for (;;) {
       mix(a->flags());
@@ -261,13 +261,14 @@ TEST_F(StmTest, ReadOnlyTransactionsWriteNoSharedMemory) {
   for (int round = 0; round < kChain; ++round) {
     for (size_t k = 0; k < 16; ++k) {
       // Written through the head itself, so building the chain walks (and compresses) nothing.
-      auto* head = static_cast<Account*>(HeadOf(table().unsafe_raw()->at(k).Load()));
+      auto* head = static_cast<Account*>(HeadOf(RawReference(table().unsafe_raw()->at(k))));
       ASSERT_TRUE(stm::Atomically([&](Tx& tx) { tx.Write(Ref<Account>::FromRaw(head))->writes += 1; }).ok());
     }
   }
   for (size_t k = 0; k < 16; ++k) {
     size_t hops = 0;
-    for (Object* o = table().unsafe_raw()->at(k).Load(); IsRevisionPointerForTest(o->h_revision.load());
+    for (Object* o = RawReference(table().unsafe_raw()->at(k));
+         IsRevisionPointerForTest(o->h_revision.load());
          o = reinterpret_cast<Object*>(o->h_revision.load())) {
       ++hops;
     }
@@ -593,7 +594,7 @@ TEST_F(StmTest, ChainCompressionAndAutoLocalizationAreExercisedConcurrently) {
               }).ok());
   EXPECT_EQ(total, 2000 + 4 * 2000 / 8);
   for (size_t k = 0; k < 4; ++k) {
-    Object* o = table().unsafe_raw()->at(k).Load();
+    Object* o = RawReference(table().unsafe_raw()->at(k));
     size_t hops = 0;
     while (IsRevisionPointerForTest(o->h_revision.load())) {
       o = reinterpret_cast<Object*>(o->h_revision.load());
@@ -611,7 +612,8 @@ TEST_F(StmTest, ACommitWaitingForAnInevitableTransactionLocksInAddressOrderAfter
   const size_t n = 64;
   MakeAccounts(n, 0);
   std::vector<uintptr_t> before(n);
-  for (size_t k = 0; k < n; ++k) before[k] = reinterpret_cast<uintptr_t>(table().unsafe_raw()->at(k).Load());
+  for (size_t k = 0; k < n; ++k)
+    before[k] = reinterpret_cast<uintptr_t>(RawReference(table().unsafe_raw()->at(k)));
   std::atomic<int> phase{0};
   std::thread inevitable([&] {
     ThreadRegistration r("inevitable");
@@ -642,7 +644,7 @@ TEST_F(StmTest, ACommitWaitingForAnInevitableTransactionLocksInAddressOrderAfter
   Join(writer);
   size_t moved = 0;
   for (size_t k = 0; k < n; ++k) {
-    moved += reinterpret_cast<uintptr_t>(table().unsafe_raw()->at(k).Load()) != before[k] ? 1 : 0;
+    moved += reinterpret_cast<uintptr_t>(RawReference(table().unsafe_raw()->at(k))) != before[k] ? 1 : 0;
   }
   EXPECT_GT(moved, n / 2) << "the collection was to move the heads the waiting commit holds";
   ASSERT_TRUE(stm::ReadOnly([&](SnapshotTx& tx) {
@@ -893,7 +895,7 @@ TEST_F(CommitLockDiscipline, TheLocksAreForgottenWhenTheCommitEnds) {
 // (RepeatReadBarrier).
 TEST_F(StmTest, AnAbortedWriterClearsPossiblyOutdatedUnlessAnotherCopyRemains) {
   MakeAccounts(2, 0);
-  auto head = [&](size_t k) { return HeadOf(table().unsafe_raw()->at(k).Load()); };
+  auto head = [&](size_t k) { return HeadOf(RawReference(table().unsafe_raw()->at(k))); };
   // Tx::Fail after a write.
   absl::Status s = stm::Atomically([&](Tx& tx) {
     tx.Write(Ref<Account>(tx.Read(table())->at(0)))->balance = 1;
@@ -1080,7 +1082,7 @@ TEST_F(StmTest, ConcurrentCompressorsKeepChainsAcyclicAndMovingForward) {
   }
   JoinAll(threads);
   EXPECT_GT(stm::GetStmStatistics().chains_compressed, 0u);
-  Object* o = table().unsafe_raw()->at(0).Load();
+  Object* o = RawReference(table().unsafe_raw()->at(0));
   size_t hops = 0;
   while (IsRevisionPointerForTest(o->h_revision.load())) {
     o = reinterpret_cast<Object*>(o->h_revision.load());
@@ -1138,7 +1140,7 @@ class PausedCompressionTest : public StmTest {
   // rev_[0] (reads through a Ref made from a field never fix the field up).
   void BuildChain() {
     MakeAccounts(3, 0);
-    rev_[0] = table().unsafe_raw()->at(0).LoadReference();
+    rev_[0] = RawReference(table().unsafe_raw()->at(0));
     for (int i = 1; i <= 3; ++i) {  // each commit writes the head directly: no walk, no compression
       ASSERT_TRUE(stm::Atomically([&](Tx& tx) {
                     tx.Write(Ref<Account>::FromRaw(static_cast<Account*>(rev_[i - 1])))->balance += 1;
@@ -1324,7 +1326,7 @@ TEST_F(StmTest, ACommitActionRunsOnceWithTheCommitTime) {
   int calls = 0;
   uint64_t action_time = 0;
   int64_t visible_in_action = -1;
-  Account* original = static_cast<Account*>(HeadOf(table().unsafe_raw()->at(0).Load()));
+  Account* original = static_cast<Account*>(HeadOf(RawReference(table().unsafe_raw()->at(0))));
   ASSERT_TRUE(stm::Atomically([&](Tx& tx) {
                 tx.Write(Ref<Account>(tx.Read(table())->at(0)))->balance = 5;
                 tx.SetCommitAction([&](uint64_t t) {
