@@ -1018,6 +1018,8 @@ TEST_F(StmTest, MovingTheStartTimeChecksBlindlyWrittenObjects) {
 // order and spins (without giving up) on a head another committer holds, so any other order could
 // deadlock (the test would then hang until its timeout).
 TEST_F(StmTest, WritersInOppositeOrdersDoNotDeadlock) {
+  // A deadlock (REVKV_MUTATION_NO_LOCK_ORDER) fails the test with its name here, not at the CTest timeout.
+  Watchdog watchdog("writers in opposite orders", 120s);
   constexpr size_t kObjects = 32;
   MakeAccounts(kObjects, 0);
   const size_t per_thread = Scaled(20'000);
