@@ -757,6 +757,9 @@ TEST_F(StmTest, ExplicitRetriesDoNotMakeATransactionInevitable) {
 // again as an ordinary transaction. A helper commits a conflicting write during each of the first 32
 // attempts, so each of them fails validation at commit.
 TEST_F(StmTest, RetryInAnAttemptMadeInevitableByTheProgressGuaranteeRunsTheBodyAgain) {
+  // Without read validation (REVKV_MUTATION_NO_READ_VALIDATION) the attempts stop aborting and the body
+  // waits forever: fail with the test's name instead of at the CTest timeout.
+  Watchdog watchdog("retry after escalation", 120s);
   MakeAccounts(2, 0);
   std::atomic<int> requested{0};
   std::atomic<int> conflicts{0};
