@@ -133,8 +133,8 @@ class MajorCollector final : public Relocator {
   // A word pins (or marks) the object it points into and the object it points one past the end of
   // (ResolveAmbiguousReferents).
   void PinWord(uintptr_t w) {
-#ifdef REVKV_MUTATION_NO_AMBIGUOUS_PINNING
-    return;  // mutation test: ambiguous roots pin nothing
+#ifdef REVKV_MUTATION_NO_STACK_ROOTS
+    return;  // mutation test: ambiguous roots keep nothing alive
 #endif
     const AmbiguousReferents r = ResolveAmbiguousReferents(w);
     if (r.into != nullptr) PinReferent(r.into);
@@ -146,6 +146,11 @@ class MajorCollector final : public Relocator {
     if (kind == ChunkKind::kLargeHead) {
       MarkLarge(o);
     } else if (kind == ChunkKind::kOld && (ChunkInfoOf(o).gc_flags & kChunkCondemned)) {
+#ifdef REVKV_MUTATION_NO_PINNING
+      // mutation test: an ambiguous root keeps its object alive like a precise one, but it moves
+      (void)Evacuate(o);
+      return;
+#endif
       Pin(o);
     }
   }

@@ -191,8 +191,8 @@ class NurseryCollector final : public Relocator {
   // ends (if ours) for an object ending exactly there. RetireRegions has published the fringe of the
   // current chunk, so every chunk of ours ends at its ChunkInfo::fringe.
   void PinWord(uintptr_t w) {
-#ifdef REVKV_MUTATION_NO_AMBIGUOUS_PINNING
-    return;  // mutation test: ambiguous roots pin nothing
+#ifdef REVKV_MUTATION_NO_STACK_ROOTS
+    return;  // mutation test: ambiguous roots keep nothing alive
 #endif
     PageSpace& space = PageSpace::Get();
     AmbiguousReferents r{nullptr, nullptr};
@@ -209,6 +209,12 @@ class NurseryCollector final : public Relocator {
       }
     }
     for (Object* o : {r.into, r.ending}) {
+#ifdef REVKV_MUTATION_NO_PINNING
+      // mutation test: an ambiguous root keeps its object alive like a precise one, but it moves (the
+      // word itself, which may not be a pointer, cannot be updated)
+      if (o != nullptr) (void)Forward(o);
+      continue;
+#endif
       if (o != nullptr && !(o->flags() & kPinned)) KeepInPlace(o, o->flags());
     }
   }

@@ -144,26 +144,30 @@ inline bool InNursery(const void* p) {
 void RememberSlot(std::atomic<Object*>* slot);
 }  // namespace internal
 
+namespace stm {
+template <class T>
+class Ref;  // runtime/stm/stm.h: the only reader of a Field's raw reference
+}  // namespace stm
+
 // A reference field inside a heap object. The word is an atomic accessed with relaxed order: global
 // objects are immutable and published by a release store of h_revision, so readers are ordered by
 // their acquire load of it; the only concurrent writes are seed 000's benign container fix-ups.
 template <class T>
 class Field {
+  // T may be a revision of a versioned object: reading through a pointer loaded from the field would skip
+  // the read barrier (possibly an old revision, no read-set entry), and writing through it would write a
+  // global object. Such a field gives no pointer at all, const or not (seed 000 "Pointer categories",
+  // DESIGN 2.3): it is read with Tx::Read(container, &C::field), or made a stm::Ref (which cannot be read
+  // through) and read with Tx::Read(ref).
+  static constexpr bool kMayBeVersioned = std::is_same_v<T, Object> || std::is_base_of_v<VersionedObject, T>;
+
  public:
-  // The reference. Through a const field (a field of an object read but not written) the result is
-  // const too: a global object is immutable, and the STM's handles hand out const objects to readers.
-  T* Load() { return static_cast<T*>(ptr_.load(std::memory_order_relaxed)); }
-  // A const field is what a transaction sees through a ReadPtr; if T may be a versioned object, reading
-  // through the loaded pointer would skip the read barrier (no newest revision, no read-set entry), so
-  // that overload does not exist: such a field is read with Tx::Read(container, &C::field) or made a
-  // Ref. Immutable targets may be read as is (the barrier returns them unchanged).
-  const T* Load() const
-    requires(!std::is_same_v<T, Object> && !std::is_base_of_v<VersionedObject, T>)
-  {
+  // The reference, for immutable targets only (the read barrier would return them unchanged). Through a
+  // const field (a field of an object read but not written) the result is const too.
+  T* Load() requires(!kMayBeVersioned) { return static_cast<T*>(ptr_.load(std::memory_order_relaxed)); }
+  const T* Load() const requires(!kMayBeVersioned) {
     return static_cast<const T*>(ptr_.load(std::memory_order_relaxed));
   }
-  // The reference as stored, for the STM's handle types (Ref<T>), which cannot be read through.
-  T* LoadReference() const { return static_cast<T*>(ptr_.load(std::memory_order_relaxed)); }
   // Stores `value` with the generational write barrier. The object holding this field must be
   // writable by the calling thread (local to it, or not yet shared).
   void Store(T* value) {
@@ -171,9 +175,17 @@ class Field {
     ptr_.store(v, std::memory_order_relaxed);
     if (v != nullptr && internal::InNursery(v) && !internal::InNursery(&ptr_)) internal::RememberSlot(&ptr_);
   }
-  std::atomic<Object*>* slot() { return &ptr_; }
+  // The word itself, for the STM's container fix-ups (Tx::Read) and tests of the collector. Never to
+  // load a reference from.
+  std::atomic<Object*>* unsafe_slot() { return &ptr_; }
 
  private:
+  // The reference as stored, whatever T is, for stm::Ref alone: a Ref cannot be read through, and its
+  // unsafe_raw() is the one named way to a raw pointer (for stores and identity checks).
+  template <class U>
+  friend class stm::Ref;
+  T* LoadReference() const { return static_cast<T*>(ptr_.load(std::memory_order_relaxed)); }
+
   std::atomic<Object*> ptr_{nullptr};
 };
 static_assert(sizeof(Field<Object>) == sizeof(void*));

@@ -22,11 +22,25 @@
 #include "runtime/port/port.h"
 #include "runtime/safepoint/safepoint.h"
 #include "runtime/stm/descriptor.h"
+#include "runtime/stm/test_hooks.h"
 
 namespace revkv::runtime::stm {
 
 namespace {
 thread_local TxDescriptor* t_desc = nullptr;
+
+#ifdef REVKV_TEST_HOOKS
+std::atomic<testing::CompressionHook> g_compression_hook{nullptr};
+// Between a compressor's load of a link and its store (test_hooks.h). Relaxed: the hook is installed
+// before the threads that call it start and removed after they are joined.
+void BeforeCompressionStore(const Object* link, uintptr_t loaded, const Object* target) {
+  if (testing::CompressionHook hook = g_compression_hook.load(std::memory_order_relaxed)) {
+    hook(link, loaded, target);
+  }
+}
+#else
+inline void BeforeCompressionStore(const Object*, uintptr_t, const Object*) {}
+#endif
 
 uint64_t CommitTimeOf(Object* o) {
   return static_cast<VersionedObject*>(o)->h_commit_time.load(std::memory_order_relaxed);
@@ -97,6 +111,7 @@ void PossiblyUpdateChain(TxDescriptor* d, Object* g, Object* r, int hops, std::a
   // Mutation switch (commit.cc lists them): seed 000's blind loop, without the CAS discipline.
   for (Object* cur = g; cur != target;) {
     const uintptr_t next = cur->h_revision.load(std::memory_order_acquire);
+    BeforeCompressionStore(cur, next, target);
     cur->h_revision.store(reinterpret_cast<uintptr_t>(target), std::memory_order_release);
     d->counters.chains_compressed.fetch_add(1, std::memory_order_relaxed);
     cur = reinterpret_cast<Object*>(next);
@@ -110,6 +125,7 @@ void PossiblyUpdateChain(TxDescriptor* d, Object* g, Object* r, int hops, std::a
     auto* next_obj = reinterpret_cast<Object*>(next);
     if (next_obj != target) {
       if (CommitTimeOf(next_obj) >= target_time) break;  // already points at least as far
+      BeforeCompressionStore(cur, next, target);
       if (!cur->h_revision.compare_exchange_strong(next, reinterpret_cast<uintptr_t>(target),
                                                    std::memory_order_acq_rel, std::memory_order_relaxed)) {
         break;  // someone else moved it: leave the rest to them
@@ -143,6 +159,12 @@ bool ReadableAsIs(const TxDescriptor* d, uintptr_t v, uint16_t flags) {
   return !IsRevisionPointer(v) && v <= d->start_time;
 }
 }  // namespace
+
+#ifdef REVKV_TEST_HOOKS
+void testing::SetCompressionHook(testing::CompressionHook hook) {
+  g_compression_hook.store(hook, std::memory_order_relaxed);
+}
+#endif
 
 namespace internal {
 TxDescriptor* CurrentDescriptor() { return t_desc; }

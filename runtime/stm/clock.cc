@@ -92,6 +92,9 @@ namespace {
 // min(h, the retained time if set, every published snapshot time): seq_cst loads throughout, the
 // table's limit and entries included (the protocol above needs them in S).
 uint64_t MinWithRetainedAndSnapshots(uint64_t h) {
+#ifdef REVKV_MUTATION_NO_SNAPSHOT_HORIZON  // mutation switch: compression and collapse ignore readers
+  return h;
+#endif
   const uint64_t retained = g_retained.load(std::memory_order_seq_cst);
   if (retained != 0) h = std::min(h, retained);
   const size_t limit = g_descriptor_limit.load(std::memory_order_seq_cst);

@@ -193,7 +193,7 @@ class Tx {
     C* c = const_cast<C*>(container.get());
     Field<T>& f = c->*member;
     return ReadPtr<T>(static_cast<T*>(
-        ReadBarrier(f.LoadReference(), c, reinterpret_cast<std::atomic<Object*>*>(f.slot()))));
+        ReadBarrier(Ref<T>(f).p_, c, reinterpret_cast<std::atomic<Object*>*>(f.unsafe_slot()))));
   }
   // WriteBarrier: a writable local copy of the newest revision of `ref`. `ref` must be non-null and
   // of a versioned type. May allocate.
@@ -273,7 +273,7 @@ class SnapshotTx {
   }
   template <class C, class T>
   ReadPtr<T> Read(const ReadPtr<C>& container, Field<T> C::*member) {
-    return ReadPtr<T>(static_cast<T*>(SnapshotRead((container.get()->*member).LoadReference())));
+    return ReadPtr<T>(static_cast<T*>(SnapshotRead(Ref<T>(container.get()->*member).p_)));
   }
   // The snapshot time: the state read is the state after the commit with this time.
   uint64_t snapshot_time() const { return time_; }

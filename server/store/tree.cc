@@ -32,9 +32,10 @@ void Check(bool ok, const char* what) {
   }
 }
 
-template <class T>
-void Copy(Field<T>& to, const Field<T>& from) {
-  to.Store(from.LoadReference());
+// Copies the reference in `from` into `to`, both fields of the written object `w`.
+template <class W, class T>
+void Copy(const WritePtr<W>& w, Field<T>& to, const Field<T>& from) {
+  w.Set(to, Ref<T>(from));
 }
 
 // Inserts (separator, child) into the parent at path level `level`, after the child taken there.
@@ -57,8 +58,8 @@ void InsertIntoParent(Tx& tx, const Ref<StoreRoot>& root, Path& path, int level,
   if (step.node->count == kFanout) right = tx.New<Inner>();  // allocate before rearranging anything
   WritePtr<Inner> w = tx.Write(step.node);
   if (w->count < kFanout) {
-    for (uint32_t j = w->count; j > at; --j) Copy(w->children[j], w->children[j - 1]);
-    for (uint32_t j = w->count - 1; j > at - 1; --j) Copy(w->separators[j], w->separators[j - 1]);
+    for (uint32_t j = w->count; j > at; --j) Copy(w, w->children[j], w->children[j - 1]);
+    for (uint32_t j = w->count - 1; j > at - 1; --j) Copy(w, w->separators[j], w->separators[j - 1]);
     w.Set(w->children[at], child);
     w.Set(w->separators[at - 1], separator);
     ++w->count;
@@ -69,25 +70,25 @@ void InsertIntoParent(Tx& tx, const Ref<StoreRoot>& root, Path& path, int level,
   // s[m-1] moves up.
   constexpr uint32_t kTotal = kFanout + 1;
   constexpr uint32_t m = kTotal / 2;
-  auto child_at = [&](uint32_t j) -> Object* {
-    if (j < at) return w->children[j].Load();
-    if (j == at) return child.unsafe_raw();
-    return w->children[j - 1].Load();
+  auto child_at = [&](uint32_t j) -> Ref<Node> {
+    if (j < at) return Ref<Node>(w->children[j]);
+    if (j == at) return child;
+    return Ref<Node>(w->children[j - 1]);
   };
-  auto sep_at = [&](uint32_t j) -> Bytes* {  // separator between child j and j+1
-    if (j + 1 < at) return w->separators[j].Load();
-    if (j + 1 == at) return separator.unsafe_raw();
-    return w->separators[j - 1].Load();
+  auto sep_at = [&](uint32_t j) -> Ref<Bytes> {  // separator between child j and j+1
+    if (j + 1 < at) return Ref<Bytes>(w->separators[j]);
+    if (j + 1 == at) return separator;
+    return Ref<Bytes>(w->separators[j - 1]);
   };
   right->is_leaf = 0;
   right->count = kTotal - m;
-  for (uint32_t j = m; j < kTotal; ++j) right->children[j - m].Store(static_cast<Node*>(child_at(j)));
-  for (uint32_t j = m; j + 1 < kTotal; ++j) right->separators[j - m].Store(sep_at(j));
-  Ref<Bytes> up = Ref<Bytes>::FromRaw(sep_at(m - 1));
+  for (uint32_t j = m; j < kTotal; ++j) right.Set(right->children[j - m], child_at(j));
+  for (uint32_t j = m; j + 1 < kTotal; ++j) right.Set(right->separators[j - m], sep_at(j));
+  Ref<Bytes> up = sep_at(m - 1);
   if (at < m) {  // the new pair lands in the left half: shift the tail of the left half
-    for (uint32_t j = m - 1; j > at; --j) Copy(w->children[j], w->children[j - 1]);
+    for (uint32_t j = m - 1; j > at; --j) Copy(w, w->children[j], w->children[j - 1]);
     for (uint32_t j = m - 2; j + 1 > at; --j) {
-      Copy(w->separators[j], w->separators[j - 1]);
+      Copy(w, w->separators[j], w->separators[j - 1]);
       if (j == 0) break;
     }
     w.Set(w->children[at], child);
@@ -114,10 +115,10 @@ void RemoveFromParent(Tx& tx, const Ref<StoreRoot>& root, Path& path, int level)
     RemoveFromParent(tx, root, path, level - 1);
     return;
   }
-  for (uint32_t j = i; j + 1 < w->count; ++j) Copy(w->children[j], w->children[j + 1]);
+  for (uint32_t j = i; j + 1 < w->count; ++j) Copy(w, w->children[j], w->children[j + 1]);
   // Drop the separator to the child's left (or, for child 0, the one to its right).
   const uint32_t s = i == 0 ? 0 : i - 1;
-  for (uint32_t j = s; j + 2 < w->count; ++j) Copy(w->separators[j], w->separators[j + 1]);
+  for (uint32_t j = s; j + 2 < w->count; ++j) Copy(w, w->separators[j], w->separators[j + 1]);
   w->children[w->count - 1].Store(nullptr);
   w->separators[w->count - 2].Store(nullptr);
   --w->count;
@@ -173,8 +174,8 @@ void Insert(Tx& tx, const Ref<StoreRoot>& root, std::string_view key, const Ref<
   WritePtr<Leaf> w = tx.Write(leaf);
   if (w->count < kFanout) {
     for (uint32_t j = w->count; j > pos; --j) {
-      Copy(w->keys[j], w->keys[j - 1]);
-      Copy(w->entries[j], w->entries[j - 1]);
+      Copy(w, w->keys[j], w->keys[j - 1]);
+      Copy(w, w->entries[j], w->entries[j - 1]);
     }
     w.Set(w->keys[pos], key_bytes);
     w.Set(w->entries[pos], entry);
@@ -187,26 +188,26 @@ void Insert(Tx& tx, const Ref<StoreRoot>& root, std::string_view key, const Ref<
   // instead of leaving every one half empty.
   constexpr uint32_t kTotal = kFanout + 1;
   const uint32_t m = pos == kFanout ? kFanout : kTotal / 2;
-  auto key_at = [&](uint32_t j) -> Bytes* {
-    if (j < pos) return w->keys[j].Load();
-    if (j == pos) return key_bytes.unsafe_raw();
-    return w->keys[j - 1].Load();
+  auto key_at = [&](uint32_t j) -> Ref<Bytes> {
+    if (j < pos) return Ref<Bytes>(w->keys[j]);
+    if (j == pos) return key_bytes;
+    return Ref<Bytes>(w->keys[j - 1]);
   };
-  auto entry_at = [&](uint32_t j) -> Entry* {
-    if (j < pos) return w->entries[j].Load();
-    if (j == pos) return entry.unsafe_raw();
-    return w->entries[j - 1].Load();
+  auto entry_at = [&](uint32_t j) -> Ref<Entry> {
+    if (j < pos) return Ref<Entry>(w->entries[j]);
+    if (j == pos) return entry;
+    return Ref<Entry>(w->entries[j - 1]);
   };
   right->is_leaf = 1;
   right->count = kTotal - m;
   for (uint32_t j = m; j < kTotal; ++j) {
-    right->keys[j - m].Store(key_at(j));
-    right->entries[j - m].Store(entry_at(j));
+    right.Set(right->keys[j - m], key_at(j));
+    right.Set(right->entries[j - m], entry_at(j));
   }
   if (pos < m) {
     for (uint32_t j = m - 1; j > pos; --j) {
-      Copy(w->keys[j], w->keys[j - 1]);
-      Copy(w->entries[j], w->entries[j - 1]);
+      Copy(w, w->keys[j], w->keys[j - 1]);
+      Copy(w, w->entries[j], w->entries[j - 1]);
     }
     w.Set(w->keys[pos], key_bytes);
     w.Set(w->entries[pos], entry);
@@ -227,8 +228,8 @@ bool Erase(Tx& tx, const Ref<StoreRoot>& root, std::string_view key) {
   if (pos >= leaf->count || KeyAt(tx, leaf->keys[pos]) != key) return false;
   WritePtr<Leaf> w = tx.Write(leaf);
   for (uint32_t j = pos; j + 1 < w->count; ++j) {
-    Copy(w->keys[j], w->keys[j + 1]);
-    Copy(w->entries[j], w->entries[j + 1]);
+    Copy(w, w->keys[j], w->keys[j + 1]);
+    Copy(w, w->entries[j], w->entries[j + 1]);
   }
   w->keys[w->count - 1].Store(nullptr);
   w->entries[w->count - 1].Store(nullptr);

@@ -112,14 +112,14 @@ TEST_F(GcSoundnessTest, AnAbortedTransactionLeavesNoLargeObjectSlotPointingIntoI
   std::string expected;
   Bytes* volatile value = NewValueOverTheDiscardedNode(&expected);
   ASSERT_NE(value, nullptr);
-  EXPECT_TRUE(IsNullOrAnObjectStart(holder->slots()[0].Load()))
+  EXPECT_TRUE(IsNullOrAnObjectStart(RawReference(holder->slots()[0])))
       << "the discarded node's slot points into the next transaction's value";
   ScrubStack();
   CollectMajor();  // `holder` is marked by its stack word and scanned
   ScrubStack();
   CollectMinor();  // `value` is pinned by its stack word
   EXPECT_EQ(std::string(value->view()), expected) << "a minor collection wrote into the value's bytes";
-  EXPECT_TRUE(IsNullOrAnObjectStart(holder->slots()[0].Load()));
+  EXPECT_TRUE(IsNullOrAnObjectStart(RawReference(holder->slots()[0])));
 }
 
 TEST_F(GcSoundnessTest, AnExitingThreadLeavesNoOldSlotPointingIntoItsNursery) {
@@ -361,7 +361,7 @@ __attribute__((noinline)) void CorruptASlotAndCollect() {
   ASSERT_TRUE(bytes.ok());
   Root<Bytes> large(*bytes);
   CollectMinor();
-  holder->left.slot()->store(
+  holder->left.unsafe_slot()->store(
       reinterpret_cast<Object*>(reinterpret_cast<char*>(large.get()) + kChunkSize + 64),
       std::memory_order_relaxed);
   CollectMajor();

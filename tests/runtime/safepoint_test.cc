@@ -250,7 +250,7 @@ class Mutator {
         absl::StatusOr<Node*> n = New<Node>();
         ASSERT_TRUE(n.ok());
         (*n)->value = v;
-        (*n)->left.Store(static_cast<Node*>(fan->slots()[slot].Load()));
+        (*n)->left.Store(static_cast<Node*>(RawReference(fan->slots()[slot])));
         fan->slots()[slot].Store(*n);
         model.insert(model.begin(), v);
         break;
@@ -258,7 +258,7 @@ class Mutator {
       case 2: {  // change a value in place
         if (model.empty()) break;
         const size_t at = rng_() % model.size();
-        Node* n = static_cast<Node*>(fan->slots()[slot].Load());
+        Node* n = static_cast<Node*>(RawReference(fan->slots()[slot]));
         for (size_t i = 0; i < at; ++i) n = n->left.Load();
         model[at] = static_cast<int64_t>(rng_());
         n->value = model[at];
@@ -277,7 +277,7 @@ class Mutator {
 
   void Check(Fan* fan) {
     for (size_t s = 0; s < shadow_.size(); ++s) {
-      Node* n = static_cast<Node*>(fan->slots()[s].Load());
+      Node* n = static_cast<Node*>(RawReference(fan->slots()[s]));
       for (int64_t v : shadow_[s]) {
         ASSERT_NE(n, nullptr) << "slot " << s;
         ASSERT_EQ(n->value, v) << "slot " << s;

@@ -11,6 +11,8 @@
 #include <chrono>
 #include <map>
 #include <mutex>
+#include <stdexcept>
+#include <string>
 #include <thread>
 #include <vector>
 
@@ -18,6 +20,7 @@
 #include "runtime/heap/heap.h"
 #include "runtime/safepoint/safepoint.h"
 #include "runtime/stm/descriptor.h"  // kInevitableAfterAborts and other constants the tests exercise
+#include "runtime/stm/test_hooks.h"  // this binary links revkv_runtime_test_hooks
 #include "tests/runtime/test_support.h"
 
 namespace revkv::runtime::testing {
@@ -235,7 +238,7 @@ uint64_t HeaderChecksum(Table* t) {
   mix(t->flags());
   mix(t->h_revision.load());
   for (size_t i = 0; i < t->size; ++i) {
-    Account* a = t->at(i).Load();
+    Account* a = RawReference(t->at(i));
     mix(reinterpret_cast<uintptr_t>(a));
     for (;;) {
       mix(a->flags());
@@ -258,13 +261,14 @@ TEST_F(StmTest, ReadOnlyTransactionsWriteNoSharedMemory) {
   for (int round = 0; round < kChain; ++round) {
     for (size_t k = 0; k < 16; ++k) {
       // Written through the head itself, so building the chain walks (and compresses) nothing.
-      auto* head = static_cast<Account*>(HeadOf(table().unsafe_raw()->at(k).Load()));
+      auto* head = static_cast<Account*>(HeadOf(RawReference(table().unsafe_raw()->at(k))));
       ASSERT_TRUE(stm::Atomically([&](Tx& tx) { tx.Write(Ref<Account>::FromRaw(head))->writes += 1; }).ok());
     }
   }
   for (size_t k = 0; k < 16; ++k) {
     size_t hops = 0;
-    for (Object* o = table().unsafe_raw()->at(k).Load(); IsRevisionPointerForTest(o->h_revision.load());
+    for (Object* o = RawReference(table().unsafe_raw()->at(k));
+         IsRevisionPointerForTest(o->h_revision.load());
          o = reinterpret_cast<Object*>(o->h_revision.load())) {
       ++hops;
     }
@@ -590,7 +594,7 @@ TEST_F(StmTest, ChainCompressionAndAutoLocalizationAreExercisedConcurrently) {
               }).ok());
   EXPECT_EQ(total, 2000 + 4 * 2000 / 8);
   for (size_t k = 0; k < 4; ++k) {
-    Object* o = table().unsafe_raw()->at(k).Load();
+    Object* o = RawReference(table().unsafe_raw()->at(k));
     size_t hops = 0;
     while (IsRevisionPointerForTest(o->h_revision.load())) {
       o = reinterpret_cast<Object*>(o->h_revision.load());
@@ -608,7 +612,8 @@ TEST_F(StmTest, ACommitWaitingForAnInevitableTransactionLocksInAddressOrderAfter
   const size_t n = 64;
   MakeAccounts(n, 0);
   std::vector<uintptr_t> before(n);
-  for (size_t k = 0; k < n; ++k) before[k] = reinterpret_cast<uintptr_t>(table().unsafe_raw()->at(k).Load());
+  for (size_t k = 0; k < n; ++k)
+    before[k] = reinterpret_cast<uintptr_t>(RawReference(table().unsafe_raw()->at(k)));
   std::atomic<int> phase{0};
   std::thread inevitable([&] {
     ThreadRegistration r("inevitable");
@@ -639,7 +644,7 @@ TEST_F(StmTest, ACommitWaitingForAnInevitableTransactionLocksInAddressOrderAfter
   Join(writer);
   size_t moved = 0;
   for (size_t k = 0; k < n; ++k) {
-    moved += reinterpret_cast<uintptr_t>(table().unsafe_raw()->at(k).Load()) != before[k] ? 1 : 0;
+    moved += reinterpret_cast<uintptr_t>(RawReference(table().unsafe_raw()->at(k))) != before[k] ? 1 : 0;
   }
   EXPECT_GT(moved, n / 2) << "the collection was to move the heads the waiting commit holds";
   ASSERT_TRUE(stm::ReadOnly([&](SnapshotTx& tx) {
@@ -752,6 +757,9 @@ TEST_F(StmTest, ExplicitRetriesDoNotMakeATransactionInevitable) {
 // again as an ordinary transaction. A helper commits a conflicting write during each of the first 32
 // attempts, so each of them fails validation at commit.
 TEST_F(StmTest, RetryInAnAttemptMadeInevitableByTheProgressGuaranteeRunsTheBodyAgain) {
+  // Without read validation (REVKV_MUTATION_NO_READ_VALIDATION) the attempts stop aborting and the body
+  // waits forever: fail with the test's name instead of at the CTest timeout.
+  Watchdog watchdog("retry after escalation", 120s);
   MakeAccounts(2, 0);
   std::atomic<int> requested{0};
   std::atomic<int> conflicts{0};
@@ -890,7 +898,7 @@ TEST_F(CommitLockDiscipline, TheLocksAreForgottenWhenTheCommitEnds) {
 // (RepeatReadBarrier).
 TEST_F(StmTest, AnAbortedWriterClearsPossiblyOutdatedUnlessAnotherCopyRemains) {
   MakeAccounts(2, 0);
-  auto head = [&](size_t k) { return HeadOf(table().unsafe_raw()->at(k).Load()); };
+  auto head = [&](size_t k) { return HeadOf(RawReference(table().unsafe_raw()->at(k))); };
   // Tx::Fail after a write.
   absl::Status s = stm::Atomically([&](Tx& tx) {
     tx.Write(Ref<Account>(tx.Read(table())->at(0)))->balance = 1;
@@ -1013,6 +1021,8 @@ TEST_F(StmTest, MovingTheStartTimeChecksBlindlyWrittenObjects) {
 // order and spins (without giving up) on a head another committer holds, so any other order could
 // deadlock (the test would then hang until its timeout).
 TEST_F(StmTest, WritersInOppositeOrdersDoNotDeadlock) {
+  // A deadlock (REVKV_MUTATION_NO_LOCK_ORDER) fails the test with its name here, not at the CTest timeout.
+  Watchdog watchdog("writers in opposite orders", 120s);
   constexpr size_t kObjects = 32;
   MakeAccounts(kObjects, 0);
   const size_t per_thread = Scaled(20'000);
@@ -1077,7 +1087,7 @@ TEST_F(StmTest, ConcurrentCompressorsKeepChainsAcyclicAndMovingForward) {
   }
   JoinAll(threads);
   EXPECT_GT(stm::GetStmStatistics().chains_compressed, 0u);
-  Object* o = table().unsafe_raw()->at(0).Load();
+  Object* o = RawReference(table().unsafe_raw()->at(0));
   size_t hops = 0;
   while (IsRevisionPointerForTest(o->h_revision.load())) {
     o = reinterpret_cast<Object*>(o->h_revision.load());
@@ -1085,6 +1095,171 @@ TEST_F(StmTest, ConcurrentCompressorsKeepChainsAcyclicAndMovingForward) {
   }
   EXPECT_LT(o->h_revision.load(), uint64_t{1} << 63) << "a lock was left behind";
   EXPECT_EQ(static_cast<Account*>(o)->balance, static_cast<int64_t>(commits));
+}
+
+// ----- chain compression paused between its load and its store ----------------------------------------
+//
+// One compressor is stopped by the test hook (runtime/stm/test_hooks.h) after it has loaded a link and
+// decided to redirect it, and before its store. Meanwhile the test thread commits a newer revision of the
+// same object and compresses the same links past the paused compressor's target. DESIGN 2.3: a link only
+// ever moves forward, and a compressor never stores over a head's time or a lock; it must notice that
+// the link changed (its compare-and-swap fails) and leave it.
+
+// Thrown by the hook when a compressor is about to store over a value that is not a revision pointer
+// (a head's commit time or a header lock): the store would lose the head and close a cycle.
+struct StoreOverAHead : std::runtime_error {
+  using std::runtime_error::runtime_error;
+};
+
+std::atomic<int> g_pause_state{0};  // 0: not paused yet, 1: paused, 2: resume
+thread_local bool t_pause_at_first_compression = false;
+
+void PauseTheFirstCompressionOfThisThread(const Object* /*link*/, uintptr_t loaded,
+                                          const Object* /*target*/) {
+  if (!IsRevisionPointerForTest(loaded))
+    throw StoreOverAHead("a compressor stores over a head's time or lock");
+  if (!t_pause_at_first_compression) return;
+  t_pause_at_first_compression = false;
+  g_pause_state.store(1);
+  while (g_pause_state.load() != 2) std::this_thread::yield();
+}
+
+Object* NextRevision(Object* o) {
+  const uintptr_t v = o->h_revision.load();
+  return IsRevisionPointerForTest(v) ? reinterpret_cast<Object*>(v) : nullptr;
+}
+
+class PausedCompressionTest : public StmTest {
+ protected:
+  void SetUp() override {
+    StmTest::SetUp();
+    g_pause_state.store(0);
+    stm::testing::SetCompressionHook(&PauseTheFirstCompressionOfThisThread);
+  }
+  void TearDown() override {
+    stm::testing::SetCompressionHook(nullptr);
+    StmTest::TearDown();
+  }
+
+  // Account 0 gets revisions rev_[0] -> rev_[1] -> rev_[2] -> rev_[3] (the head); the table keeps naming
+  // rev_[0] (reads through a Ref made from a field never fix the field up).
+  void BuildChain() {
+    MakeAccounts(3, 0);
+    rev_[0] = RawReference(table().unsafe_raw()->at(0));
+    for (int i = 1; i <= 3; ++i) {  // each commit writes the head directly: no walk, no compression
+      ASSERT_TRUE(stm::Atomically([&](Tx& tx) {
+                    tx.Write(Ref<Account>::FromRaw(static_cast<Account*>(rev_[i - 1])))->balance += 1;
+                  }).ok());
+      rev_[i] = NextRevision(rev_[i - 1]);
+      ASSERT_NE(rev_[i], nullptr);
+    }
+    for (int i = 0; i < 3; ++i) ASSERT_EQ(NextRevision(rev_[i]), rev_[i + 1]);
+    ASSERT_NE(rev_[3], nullptr);
+    ASSERT_EQ(NextRevision(rev_[3]), nullptr) << "rev_[3] is the head";
+  }
+  // Commits to account 0 through the table's reference (rev_[0]): the walk compresses.
+  void CommitToAccountZero() {
+    ASSERT_TRUE(
+        stm::Atomically([&](Tx& tx) { tx.Write(Ref<Account>(tx.Read(table())->at(0)))->balance += 1; }).ok());
+  }
+  // A writing transaction (so it compresses) that reads account 0 starting from revision `from`.
+  void CompressFrom(Object* from) {
+    ASSERT_TRUE(stm::Atomically([&](Tx& tx) {
+                  tx.Write(Ref<Account>(tx.Read(table())->at(2)))->writes += 1;
+                  (void)tx.Read(Ref<Account>::FromRaw(static_cast<Account*>(from)))->balance;
+                }).ok());
+  }
+
+  // Starts the compressor: a writer that reads account 0 from the table, walks rev_[0] -> ... ->
+  // rev_[3] and pauses at its first link (rev_[0], loaded rev_[1], target rev_[3]). Returns once it is
+  // paused. Its first attempt then fails validation (rev_[3] is superseded); the retry does not read
+  // account 0 again, so it cannot repair what the first attempt did to the chain.
+  void StartPausedCompressor() {
+    compressor_ = std::thread([this] {
+      ThreadRegistration r("compressor");
+      t_pause_at_first_compression = true;
+      int attempts = 0;
+      try {
+        compressor_status_ = stm::Atomically([&](Tx& tx) {
+          auto tbl = tx.Read(table());
+          tx.Write(Ref<Account>(tbl->at(1)))->writes += 1;  // a writer: it compresses its walks
+          if (++attempts == 1) (void)tx.Read(Ref<Account>(tbl->at(0)))->balance;
+        });
+      } catch (const StoreOverAHead& e) {
+        compressor_error_ = e.what();
+      }
+    });
+    while (g_pause_state.load() != 1) std::this_thread::yield();
+  }
+  void ResumeCompressor() {
+    g_pause_state.store(2);
+    Join(compressor_);
+  }
+
+  // The chain from rev_[0] is acyclic, its commit times strictly increase, and it ends at a head with an
+  // odd time (not a lock) and every commit's effect.
+  void ExpectIntactChain(int64_t balance) {
+    Object* o = rev_[0];
+    uint64_t last_time = 0;
+    for (int hops = 0; NextRevision(o) != nullptr; ++hops) {
+      ASSERT_LT(hops, 16) << "cycle in the revision chain";
+      const uint64_t time = static_cast<VersionedObject*>(o)->h_commit_time.load();
+      ASSERT_GT(time, last_time) << "a link points back to an older revision";
+      last_time = time;
+      o = NextRevision(o);
+    }
+    EXPECT_LT(o->h_revision.load(), uint64_t{1} << 63) << "a lock was left behind";
+    EXPECT_EQ(o->h_revision.load(), static_cast<VersionedObject*>(o)->h_commit_time.load())
+        << "the head's time was overwritten";
+    EXPECT_EQ(static_cast<Account*>(o)->balance, balance);
+  }
+
+  Object* rev_[5] = {};
+  std::thread compressor_;
+  absl::Status compressor_status_;
+  std::string compressor_error_;
+};
+
+// The link the paused compressor loaded (rev_[0] -> rev_[1]) is moved past its target (to rev_[4]) while
+// it waits; its store would move the link back to rev_[3].
+TEST_F(PausedCompressionTest, ACompressorWhoseLinkMovedOnNeverMovesItBack) {
+  Watchdog watchdog("paused compression", 60s);
+  ASSERT_NO_FATAL_FAILURE(BuildChain());
+  StartPausedCompressor();
+  CommitToAccountZero();  // compresses rev_[0..2] -> rev_[3], then commits rev_[4]
+  rev_[4] = NextRevision(rev_[3]);
+  ASSERT_NE(rev_[4], nullptr);
+  CompressFrom(rev_[0]);  // rev_[0] -> rev_[3] -> rev_[4]: rev_[0] now names rev_[4]
+  ASSERT_EQ(NextRevision(rev_[0]), rev_[4]) << "the setup did not compress rev_[0] past rev_[3]";
+  ResumeCompressor();
+  EXPECT_EQ(compressor_error_, "");
+  EXPECT_TRUE(compressor_status_.ok()) << compressor_status_;
+  EXPECT_EQ(NextRevision(rev_[0]), rev_[4]) << "the paused compressor moved the link back";
+  ExpectIntactChain(4);
+}
+
+// As above, and the next link the compressor would follow (rev_[1]) is also moved to rev_[4], the head:
+// a compressor that re-reads links instead of comparing-and-swapping walks past its target and stores
+// over the head's time (losing rev_[4] and closing a cycle rev_[3] -> rev_[4] -> rev_[3]).
+TEST_F(PausedCompressionTest, ACompressorWhoseLinkMovedPastItsTargetNeverStoresOverTheHead) {
+  Watchdog watchdog("paused compression", 60s);
+  ASSERT_NO_FATAL_FAILURE(BuildChain());
+  StartPausedCompressor();
+  CommitToAccountZero();
+  rev_[4] = NextRevision(rev_[3]);
+  ASSERT_NE(rev_[4], nullptr);
+  CompressFrom(rev_[0]);
+  CompressFrom(rev_[1]);  // rev_[1] -> rev_[3] -> rev_[4]: rev_[1] now names rev_[4]
+  ASSERT_EQ(NextRevision(rev_[1]), rev_[4]) << "the setup did not compress rev_[1] past rev_[3]";
+  ResumeCompressor();
+  EXPECT_EQ(compressor_error_, "");
+  EXPECT_TRUE(compressor_status_.ok()) << compressor_status_;
+  EXPECT_EQ(NextRevision(rev_[0]), rev_[4]) << "the paused compressor moved the link back";
+  ExpectIntactChain(4);
+  // The head still takes commits, and its new revision follows it.
+  CommitToAccountZero();
+  EXPECT_NE(NextRevision(rev_[4]), nullptr);
+  ExpectIntactChain(5);
 }
 
 // A major collection that finds a writing transaction's read set holding a superseded revision dooms
@@ -1156,7 +1331,7 @@ TEST_F(StmTest, ACommitActionRunsOnceWithTheCommitTime) {
   int calls = 0;
   uint64_t action_time = 0;
   int64_t visible_in_action = -1;
-  Account* original = static_cast<Account*>(HeadOf(table().unsafe_raw()->at(0).Load()));
+  Account* original = static_cast<Account*>(HeadOf(RawReference(table().unsafe_raw()->at(0))));
   ASSERT_TRUE(stm::Atomically([&](Tx& tx) {
                 tx.Write(Ref<Account>(tx.Read(table())->at(0)))->balance = 5;
                 tx.SetCommitAction([&](uint64_t t) {

@@ -20,8 +20,16 @@
 #include "runtime/gc/gc.h"
 #include "runtime/heap/heap.h"
 #include "runtime/safepoint/safepoint.h"
+#include "runtime/stm/stm.h"
 
 namespace revkv::runtime::testing {
+
+// The reference in `field` as stored, with no read barrier: for collector tests and for tests that
+// inspect revision chains outside any transaction (stm::Ref::unsafe_raw, the one named way to it).
+template <class T>
+T* RawReference(const Field<T>& field) {
+  return stm::Ref<T>(field).unsafe_raw();
+}
 
 // A binary-tree / list node: two references and a payload.
 struct Node : Object {
