@@ -13,6 +13,7 @@
 #include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
 #include "etcdserverpb/rpc.grpc.pb.h"
+#include "revkv/v1/admin.grpc.pb.h"
 #include "tests/integration/etcd_calls.h"
 #include "tests/integration/etcdctl_support.h"
 #include "tests/integration/server_process.h"
@@ -199,6 +200,50 @@ TEST_F(Leases, LeasesAndTheirKeysSurviveAKillAndComeBackWithTheirFullTtl) {
   ASSERT_TRUE(IsOk(Call(lease_.get(), &Lease::Stub::LeaseRevoke, again).status));
   EXPECT_FALSE(Has("a"));
   EXPECT_FALSE(Has("b"));
+}
+
+// Recovery from a checkpoint plus the log after it: leases granted before the checkpoint come back
+// from it (with their keys), a revoke and a grant after it from the log, every lease with its full TTL.
+TEST_F(Leases, LeasesComeBackFromACheckpointAndTheLogAfterIt) {
+  const int64_t kept = Grant(20);
+  PutWithLease("cp/a", kept);
+  PutWithLease("cp/b", kept);
+  const int64_t revoked = Grant(20);
+  PutWithLease("cp/c", revoked);
+  auto admin = ::revkv::v1::Admin::NewStub(server_.NewChannel());
+  auto checkpoint =
+      Call(admin.get(), &::revkv::v1::Admin::Stub::Checkpoint, ::revkv::v1::CheckpointRequest());
+  ASSERT_TRUE(IsOk(checkpoint.status));
+  etcdserverpb::LeaseRevokeRequest r;
+  r.set_id(revoked);
+  ASSERT_TRUE(IsOk(Call(lease_.get(), &Lease::Stub::LeaseRevoke, r).status));
+  const int64_t later = Grant(20);
+  PutWithLease("cp/d", later);
+  EXPECT_GT(TimeToLive(later).header().revision(), checkpoint.response.revision());
+  std::this_thread::sleep_for(std::chrono::milliseconds(3000));
+  EXPECT_LE(TimeToLive(kept).ttl(), 17);
+  PutWithLease("cp/e", Grant(3));
+  ASSERT_TRUE(server_.Kill());
+  ASSERT_TRUE(server_.Start());
+  const auto restarted = Clock::now();
+  const etcdserverpb::LeaseTimeToLiveResponse k = TimeToLive(kept);
+  EXPECT_EQ(k.grantedttl(), 20);
+  EXPECT_GE(k.ttl(), 19);  // refreshed on recovery
+  EXPECT_EQ(std::vector<std::string>(k.keys().begin(), k.keys().end()),
+            (std::vector<std::string>{"cp/a", "cp/b"}));
+  EXPECT_EQ(TimeToLive(revoked).ttl(), -1);
+  EXPECT_FALSE(Has("cp/c"));
+  const etcdserverpb::LeaseTimeToLiveResponse l = TimeToLive(later);
+  EXPECT_GE(l.ttl(), 19);
+  EXPECT_EQ(std::vector<std::string>(l.keys().begin(), l.keys().end()), (std::vector<std::string>{"cp/d"}));
+  // A recovered lease still expires, its full TTL after the restart, and takes its keys.
+  EXPECT_TRUE(Has("cp/e"));
+  while (Has("cp/e") && Clock::now() < restarted + std::chrono::seconds(10)) {
+    std::this_thread::sleep_for(std::chrono::milliseconds(20));
+  }
+  EXPECT_FALSE(Has("cp/e"));
+  EXPECT_GE(Clock::now() - restarted, std::chrono::milliseconds(1500));
+  EXPECT_LE(Clock::now() - restarted, std::chrono::seconds(3) + kExpiryBound);
 }
 
 TEST_F(Leases, ShutdownEndsAnOpenKeepAliveStreamPromptly) {
