@@ -432,7 +432,7 @@ TEST(WatchStress, EveryWatcherReplaysTheStoresHistoryWithLeaseExpiries) {
             if (!live_leases.empty()) lease_id = live_leases[rng() % live_leases.size()];
           }
           for (const std::string& k : order) {
-            const std::string value(100 + rng() % 1000, static_cast<char>('a' + rng() % 26));
+            const std::string value(1000 + rng() % 3000, static_cast<char>('a' + rng() % 26));
             etcdserverpb::PutRequest p = PutOf(k, value);
             if (k == order.front()) p.set_lease(lease_id);
             *txn.add_success() = OpOf(p);
