@@ -13,7 +13,7 @@
 namespace revkv::integration {
 namespace {
 
-class ClientV3 : public ::testing::TestWithParam<std::tuple<Flavor, const char*>> {};
+class ClientV3 : public ::testing::TestWithParam<std::tuple<Flavor, std::string>> {};
 
 // The scenario prints "ok" (and exits 0) when every expectation held, else what differed.
 TEST_P(ClientV3, ScenarioBehavesAsAgainstEtcd) {
@@ -32,8 +32,9 @@ TEST_P(ClientV3, ScenarioBehavesAsAgainstEtcd) {
 
 INSTANTIATE_TEST_SUITE_P(Servers, ClientV3,
                          ::testing::Combine(::testing::Values(Flavor::kRevkv, Flavor::kEtcd),
-                                            ::testing::Values("watch", "lease", "lock", "election")),
-                         [](const ::testing::TestParamInfo<std::tuple<Flavor, const char*>>& p) {
+                                            ::testing::Values(std::string("watch"), std::string("lease"),
+                                                              std::string("lock"), std::string("election"))),
+                         [](const ::testing::TestParamInfo<std::tuple<Flavor, std::string>>& p) {
                            return std::string(FlavorName(std::get<0>(p.param))) + "_" + std::get<1>(p.param);
                          });
 
