@@ -42,11 +42,14 @@ uint32_t Seed() {
 }
 
 // A channel of its own (its own HTTP/2 connection): a stream that stops reading holds up only its
-// own connection's flow-control window.
+// own connection's flow-control window. No receive limit, as etcd's clientv3 (math.MaxInt32): a
+// watcher catching up gets up to 1,000 revisions in one response (etcd's watchBatchMaxRevs, revkv's
+// too), megabytes with these tests' values, past gRPC's default 4 MiB.
 std::shared_ptr<grpc::Channel> OwnChannel(const ServerProcess& server, int id) {
   grpc::ChannelArguments args;
   args.SetInt("revkv.test.channel", id);
   args.SetInt(GRPC_ARG_USE_LOCAL_SUBCHANNEL_POOL, 1);
+  args.SetMaxReceiveMessageSize(-1);
   return grpc::CreateCustomChannel(server.address(), grpc::InsecureChannelCredentials(), args);
 }
 
@@ -152,6 +155,12 @@ class Collector {
     return responses_;
   }
   const Range& range() const { return range_; }
+  // How the stream ended, for a failure message.
+  std::string Ended() {
+    std::lock_guard<std::mutex> lock(mu_);
+    if (canceled_.has_value()) return "canceled: " + canceled_->ShortDebugString();
+    return done_ ? "the stream ended" : "still open";
+  }
 
  private:
   WatchClient client_;
@@ -266,8 +275,8 @@ TEST(WatchStress, EveryWatcherSeesExactlyTheAcknowledgedWritesInItsRange) {
 
   for (size_t i = 0; i < collectors.size(); ++i) {
     Collector& c = *collectors[i];
-    ASSERT_TRUE(c.WaitFor(final_revision))
-        << "watcher " << i << " did not reach " << final_revision << " (seed " << seed << ")";
+    ASSERT_TRUE(c.WaitFor(final_revision)) << "watcher " << i << " did not reach " << final_revision << ", "
+                                           << c.Ended() << " (seed " << seed << ")";
     std::vector<Ev> expected;
     for (const auto& [rev, evs] : acked) {
       for (const Ev& e : evs) {
@@ -517,8 +526,8 @@ TEST(WatchStress, EveryWatcherReplaysTheStoresHistoryWithLeaseExpiries) {
 
   for (size_t i = 0; i < collectors.size(); ++i) {
     Collector& c = *collectors[i];
-    ASSERT_TRUE(c.WaitFor(final_revision))
-        << "watcher " << i << " did not reach " << final_revision << " (seed " << seed << ")";
+    ASSERT_TRUE(c.WaitFor(final_revision)) << "watcher " << i << " did not reach " << final_revision << ", "
+                                           << c.Ended() << " (seed " << seed << ")";
     const std::vector<Ev> got = c.events();
     const std::vector<int> responses = c.responses();
     // Replayed per revision: exactly the store's events in the watcher's range.
