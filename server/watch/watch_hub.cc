@@ -232,7 +232,14 @@ void WatchHub::Create(WatchStream* stream, const etcdserverpb::WatchCreateReques
   std::vector<etcdserverpb::WatchResponse> one;
   one.push_back(std::move(created));
   stream->Push(std::move(one), /*force=*/true);  // before any event of this watcher (same lock)
-  if (w->next > dispatched_) {
+  // A start below the compaction is answered by CatchUp (canceled, compact_revision), even when the
+  // history still holds the revision for watchers that keep up (the hub's hold).
+#ifdef REVKV_MUTATION_WATCH_SERVE_HELD_COMPACTED  // mutation switch: a held compacted start is served
+  const bool compacted = false;
+#else
+  const bool compacted = w->next < source_.log->compacted_to();
+#endif
+  if (w->next > dispatched_ && !compacted) {
     w->synced = true;
     synced_.insert(w);
   } else {
@@ -372,8 +379,10 @@ void WatchHub::Pass() {
 }
 
 void WatchHub::CatchUp(WatchStream::Watcher* w) {
-  while (w->next <= dispatched_) {
-    if (w->next < source_.log->first()) {
+  for (;;) {
+    // compacted_to() >= first(): below first() the events are gone; between the two they are held
+    // for watchers that keep up, but compacted for this one (etcd answers by the compaction).
+    if (w->next < source_.log->compacted_to()) {
       // etcd: a watcher whose next revision was compacted away gets compact_revision and is canceled.
       // The header revision stays 0, as etcd's (its WatchResponse carries no revision then).
       etcdserverpb::WatchResponse compacted;
@@ -388,6 +397,7 @@ void WatchHub::CatchUp(WatchStream::Watcher* w) {
       Remove(w);
       return;
     }
+    if (w->next > dispatched_) break;
     const int64_t last = std::min(dispatched_, w->next + kCatchUpRevisions - 1);
     std::vector<std::shared_ptr<const RevisionEvents>> batches;
     if (!source_.log->Read(w->next, last, &batches)) continue;  // trimmed meanwhile: compacted above

@@ -13,8 +13,9 @@
 // held back and the queue never grows past its bound (control responses aside). An unsynced watcher
 // (that one, or one created with a past start revision) catches up from the history when its stream
 // has room, in responses of up to kCatchUpRevisions revisions, and becomes synced again once it reaches
-// the dispatched revision. A watcher whose next revision has left the history is canceled with
-// compact_revision (etcd's answer to a compacted start revision).
+// the dispatched revision. A watcher whose next revision is below the compaction (EventLog::compacted_to,
+// even if the history still holds it for watchers that keep up) is canceled with compact_revision
+// (etcd's answer to a compacted start revision).
 //
 // Thread-safety: thread-safe. Locks, in order: the hub's mu_, then a stream's mu_ (docs/locks.md). The
 // event log's lock and the wake mutex are leaves. Nothing here runs STM transactions or touches the GC

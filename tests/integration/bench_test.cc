@@ -209,5 +209,35 @@ TEST_F(RateLimitedBenchAgainstRevkv, ARateLimitedRunStaysWithinTenPercentOfItsRa
               kRate * (kSeconds + 0.5) / 10);
 }
 
+// revkv-lease-bench against a real server: a grant round's leases are all revoked after it (the
+// server counted as many LeaseRevoke calls as LeaseGrant calls, and no lease is left), and a keep-alive
+// round exits 0 only if every answer carried the granted TTL.
+TEST_F(BenchAgainstRevkv, LeaseBenchRevokesWhatItGrantsAndKeepsItsLeasesAlive) {
+  auto count = [](const Counts& c, const char* method) {
+    auto it = c.find(method);
+    return it == c.end() ? 0.0 : it->second;
+  };
+  const Counts before = ServerCounts();
+  CommandResult grant = RunCommand({REVKV_LEASE_BENCH_BINARY, "grant", "--endpoints", server_->address(),
+                                    "--duration", "1", "--clients", "2"},
+                                   "", {}, std::chrono::seconds(60));
+  ASSERT_EQ(grant.exit_code, 0) << grant.Describe();
+  EXPECT_NE(grant.out.find("grants/s"), std::string::npos) << grant.Describe();
+  Counts after = ServerCounts();
+  const double grants = count(after, "LeaseGrant") - count(before, "LeaseGrant");
+  EXPECT_GT(grants, 0);
+  EXPECT_EQ(count(after, "LeaseRevoke") - count(before, "LeaseRevoke"), grants);
+
+  CommandResult keepalive =
+      RunCommand({REVKV_LEASE_BENCH_BINARY, "keepalive", "--endpoints", server_->address(), "--duration", "1",
+                  "--leases", "50", "--streams", "2", "--inflight", "4"},
+                 "", {}, std::chrono::seconds(60));
+  ASSERT_EQ(keepalive.exit_code, 0) << keepalive.Describe();
+  EXPECT_NE(keepalive.out.find("keep-alives/s"), std::string::npos) << keepalive.Describe();
+  after = ServerCounts();
+  EXPECT_EQ(count(after, "LeaseGrant") - count(before, "LeaseGrant"), grants + 50);
+  EXPECT_EQ(count(after, "LeaseRevoke") - count(before, "LeaseRevoke"), grants + 50);
+}
+
 }  // namespace
 }  // namespace revkv::integration

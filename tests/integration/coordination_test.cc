@@ -394,6 +394,46 @@ TEST_P(Coordination, EtcdctlElectTakesOverWhenTheLeadersLeaseExpires) {
   EXPECT_NE(r.out.find("\nctl\n"), std::string::npos) << r.Describe();
 }
 
+// Hand-over between two `etcdctl elect` processes: the leader, interrupted (SIGINT), resigns (its
+// session's lease is still alive, 60 s), and the waiting one becomes leader at once.
+TEST_P(Coordination, EtcdctlElectHandsOverWhenTheLeaderResigns) {
+  REVKV_NEED_TOOL(kEtcdctl, "etcd-client");
+  const std::string ctl = kEtcdctl;
+  const std::string script =
+      ctl + " elect he first & A=$!; sleep 3; " + ctl +
+      " elect he second & B=$!; sleep 3; kill -INT $A; wait $A; echo \"first exited $?\"; "
+      "sleep 4; kill -INT $B; wait $B; echo \"second exited $?\"";
+  const auto start = std::chrono::steady_clock::now();
+  auto run = std::async(std::launch::async, [&] {
+    return RunCommand({"/bin/sh", "-c", script}, "",
+                      {{"ETCDCTL_API", "3"}, {"ETCDCTL_ENDPOINTS", server_->address()}},
+                      std::chrono::seconds(30));
+  });
+  EXPECT_TRUE(
+      Eventually([&] { return Leader("he").response.kv().value() == "first"; }, std::chrono::seconds(3)));
+  // The second campaigns from 3 s on and waits; the first resigns at 6 s.
+  std::this_thread::sleep_until(start + std::chrono::milliseconds(5000));
+  EXPECT_EQ(Leader("he").response.kv().value(), "first")
+      << "the second etcdctl elect took over a held election";
+  EXPECT_TRUE(
+      Eventually([&] { return Leader("he").response.kv().value() == "second"; }, std::chrono::seconds(4)))
+      << "the waiting etcdctl elect did not take over when the leader resigned";
+  EXPECT_LT(std::chrono::steady_clock::now() - start, std::chrono::seconds(11));
+  const CommandResult r = run.get();
+  EXPECT_EQ(r.exit_code, 0) << r.Describe();
+  const size_t first = r.out.find("\nfirst\n");
+  const size_t first_exit = r.out.find("first exited 0\n");
+  const size_t second = r.out.find("\nsecond\n");
+  const size_t second_exit = r.out.find("second exited 0\n");
+  ASSERT_NE(first, std::string::npos) << r.Describe();
+  ASSERT_NE(first_exit, std::string::npos) << r.Describe();
+  ASSERT_NE(second, std::string::npos) << r.Describe();
+  ASSERT_NE(second_exit, std::string::npos) << r.Describe();
+  EXPECT_LT(first, second) << r.Describe();
+  EXPECT_LT(second, second_exit) << r.Describe();
+  EXPECT_TRUE(HasStatus(Leader("he").status, grpc::StatusCode::UNKNOWN, "election: no leader"));
+}
+
 // python3-etcd3 driving a lock over KV, Lease and Watch across processes: a lease, a put-if-absent Txn
 // with it, and a watch for the holder's key to change while it is taken. (The library's own Lock class
 // fails as soon as it has to wait, against etcd too: Debian's tenacity calls its wait callback with

@@ -4,6 +4,7 @@
 // and restart (TTL refreshed), shutdown with an open keep-alive stream, and python3-etcd3.
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <chrono>
 #include <string>
 #include <thread>
@@ -12,6 +13,7 @@
 #include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
 #include "etcdserverpb/rpc.grpc.pb.h"
+#include "revkv/v1/admin.grpc.pb.h"
 #include "tests/integration/etcd_calls.h"
 #include "tests/integration/etcdctl_support.h"
 #include "tests/integration/server_process.h"
@@ -200,6 +202,50 @@ TEST_F(Leases, LeasesAndTheirKeysSurviveAKillAndComeBackWithTheirFullTtl) {
   EXPECT_FALSE(Has("b"));
 }
 
+// Recovery from a checkpoint plus the log after it: leases granted before the checkpoint come back
+// from it (with their keys), a revoke and a grant after it from the log, every lease with its full TTL.
+TEST_F(Leases, LeasesComeBackFromACheckpointAndTheLogAfterIt) {
+  const int64_t kept = Grant(20);
+  PutWithLease("cp/a", kept);
+  PutWithLease("cp/b", kept);
+  const int64_t revoked = Grant(20);
+  PutWithLease("cp/c", revoked);
+  auto admin = ::revkv::v1::Admin::NewStub(server_.NewChannel());
+  auto checkpoint =
+      Call(admin.get(), &::revkv::v1::Admin::Stub::Checkpoint, ::revkv::v1::CheckpointRequest());
+  ASSERT_TRUE(IsOk(checkpoint.status));
+  etcdserverpb::LeaseRevokeRequest r;
+  r.set_id(revoked);
+  ASSERT_TRUE(IsOk(Call(lease_.get(), &Lease::Stub::LeaseRevoke, r).status));
+  const int64_t later = Grant(20);
+  PutWithLease("cp/d", later);
+  EXPECT_GT(TimeToLive(later).header().revision(), checkpoint.response.revision());
+  std::this_thread::sleep_for(std::chrono::milliseconds(3000));
+  EXPECT_LE(TimeToLive(kept).ttl(), 17);
+  PutWithLease("cp/e", Grant(3));
+  ASSERT_TRUE(server_.Kill());
+  ASSERT_TRUE(server_.Start());
+  const auto restarted = Clock::now();
+  const etcdserverpb::LeaseTimeToLiveResponse k = TimeToLive(kept);
+  EXPECT_EQ(k.grantedttl(), 20);
+  EXPECT_GE(k.ttl(), 19);  // refreshed on recovery
+  EXPECT_EQ(std::vector<std::string>(k.keys().begin(), k.keys().end()),
+            (std::vector<std::string>{"cp/a", "cp/b"}));
+  EXPECT_EQ(TimeToLive(revoked).ttl(), -1);
+  EXPECT_FALSE(Has("cp/c"));
+  const etcdserverpb::LeaseTimeToLiveResponse l = TimeToLive(later);
+  EXPECT_GE(l.ttl(), 19);
+  EXPECT_EQ(std::vector<std::string>(l.keys().begin(), l.keys().end()), (std::vector<std::string>{"cp/d"}));
+  // A recovered lease still expires, its full TTL after the restart, and takes its keys.
+  EXPECT_TRUE(Has("cp/e"));
+  while (Has("cp/e") && Clock::now() < restarted + std::chrono::seconds(10)) {
+    std::this_thread::sleep_for(std::chrono::milliseconds(20));
+  }
+  EXPECT_FALSE(Has("cp/e"));
+  EXPECT_GE(Clock::now() - restarted, std::chrono::milliseconds(1500));
+  EXPECT_LE(Clock::now() - restarted, std::chrono::seconds(3) + kExpiryBound);
+}
+
 TEST_F(Leases, ShutdownEndsAnOpenKeepAliveStreamPromptly) {
   const int64_t id = Grant(30);
   grpc::ClientContext context;
@@ -294,6 +340,116 @@ TEST_P(LeaseErrors, BadRequestsGetEtcdsStatuses) {
   etcdserverpb::TxnRequest txn;
   *txn.add_success()->mutable_request_put() = put;
   EXPECT_TRUE(HasStatus(Call(kv_.get(), &KV::Stub::Txn, txn).status, grpc::StatusCode::NOT_FOUND, kNotFound));
+  // ignore_lease: not with a lease, and not on a missing key.
+  etcdserverpb::PutRequest both = PutOf("k", "v");
+  both.set_lease(0x77);
+  both.set_ignore_lease(true);
+  EXPECT_TRUE(HasStatus(Call(kv_.get(), &KV::Stub::Put, both).status, grpc::StatusCode::INVALID_ARGUMENT,
+                        "etcdserver: lease is provided"));
+  etcdserverpb::PutRequest missing = PutOf("missing", "v");
+  missing.set_ignore_lease(true);
+  EXPECT_TRUE(HasStatus(Call(kv_.get(), &KV::Stub::Put, missing).status, grpc::StatusCode::INVALID_ARGUMENT,
+                        "etcdserver: key not found"));
+  // A revoked lease: revoke, keep-alive (TTL 0 on the stream), TimeToLive (TTL -1), Put.
+  etcdserverpb::LeaseRevokeRequest gone;
+  gone.set_id(0x77);
+  ASSERT_TRUE(IsOk(Call(lease_.get(), &Lease::Stub::LeaseRevoke, gone).status));
+  EXPECT_TRUE(HasStatus(Call(lease_.get(), &Lease::Stub::LeaseRevoke, gone).status,
+                        grpc::StatusCode::NOT_FOUND, kNotFound));
+  etcdserverpb::PutRequest late = PutOf("k", "v");
+  late.set_lease(0x77);
+  EXPECT_TRUE(
+      HasStatus(Call(kv_.get(), &KV::Stub::Put, late).status, grpc::StatusCode::NOT_FOUND, kNotFound));
+  grpc::ClientContext context;
+  context.set_deadline(std::chrono::system_clock::now() + kCallTimeout);
+  auto stream = lease_->LeaseKeepAlive(&context);
+  etcdserverpb::LeaseKeepAliveRequest keep;
+  keep.set_id(0x77);
+  ASSERT_TRUE(stream->Write(keep));
+  etcdserverpb::LeaseKeepAliveResponse kept;
+  ASSERT_TRUE(stream->Read(&kept));
+  EXPECT_EQ(kept.id(), 0x77);
+  EXPECT_EQ(kept.ttl(), 0);
+  stream->WritesDone();
+  EXPECT_TRUE(IsOk(stream->Finish()));
+}
+
+// LeaseTimeToLive with keys, LeaseLeases, Put with ignore_lease and a Txn comparing on LEASE give the same
+// answers as etcd 3.4's.
+TEST_P(LeaseErrors, TimeToLiveLeasesIgnoreLeaseAndCompareOnLeaseAsEtcd) {
+  auto granted = Call(lease_.get(), &Lease::Stub::LeaseGrant, GrantOf(60, 0x51));
+  ASSERT_TRUE(IsOk(granted.status));
+  ASSERT_TRUE(IsOk(Call(lease_.get(), &Lease::Stub::LeaseGrant, GrantOf(30, 0x52)).status));
+  for (const char* k : {"t/b", "t/a", "t/c"}) {
+    etcdserverpb::PutRequest p = PutOf(k, "1");
+    p.set_lease(std::string(k) == "t/c" ? 0 : 0x51);
+    ASSERT_TRUE(IsOk(Call(kv_.get(), &KV::Stub::Put, p).status));
+  }
+  etcdserverpb::LeaseTimeToLiveRequest q;
+  q.set_id(0x51);
+  q.set_keys(true);
+  auto t = Call(lease_.get(), &Lease::Stub::LeaseTimeToLive, q);
+  ASSERT_TRUE(IsOk(t.status));
+  EXPECT_EQ(t.response.id(), 0x51);
+  EXPECT_EQ(t.response.grantedttl(), 60);
+  EXPECT_GE(t.response.ttl(), 58);
+  EXPECT_LE(t.response.ttl(), 60);
+  // etcd lists them in its map's order (any); revkv in key order.
+  std::vector<std::string> keys(t.response.keys().begin(), t.response.keys().end());
+  std::sort(keys.begin(), keys.end());
+  EXPECT_EQ(keys, (std::vector<std::string>{"t/a", "t/b"}));
+  q.set_keys(false);
+  t = Call(lease_.get(), &Lease::Stub::LeaseTimeToLive, q);
+  ASSERT_TRUE(IsOk(t.status));
+  EXPECT_EQ(t.response.keys_size(), 0);
+  q.set_id(0x52);
+  q.set_keys(true);
+  t = Call(lease_.get(), &Lease::Stub::LeaseTimeToLive, q);
+  ASSERT_TRUE(IsOk(t.status));
+  EXPECT_EQ(t.response.grantedttl(), 30);
+  EXPECT_EQ(t.response.keys_size(), 0);
+
+  auto leases = Call(lease_.get(), &Lease::Stub::LeaseLeases, etcdserverpb::LeaseLeasesRequest());
+  ASSERT_TRUE(IsOk(leases.status));
+  std::vector<int64_t> ids;
+  for (const auto& l : leases.response.leases()) ids.push_back(l.id());
+  std::sort(ids.begin(), ids.end());
+  EXPECT_EQ(ids, (std::vector<int64_t>{0x51, 0x52}));
+
+  // ignore_lease keeps the key's lease and takes the new value.
+  etcdserverpb::PutRequest keep = PutOf("t/a", "2");
+  keep.set_ignore_lease(true);
+  keep.set_prev_kv(true);
+  auto kept = Call(kv_.get(), &KV::Stub::Put, keep);
+  ASSERT_TRUE(IsOk(kept.status));
+  EXPECT_EQ(kept.response.prev_kv().lease(), 0x51);
+  auto a = Call(kv_.get(), &KV::Stub::Range, RangeOf("t/a"));
+  ASSERT_TRUE(IsOk(a.status));
+  ASSERT_EQ(a.response.kvs_size(), 1);
+  EXPECT_EQ(a.response.kvs(0).lease(), 0x51);
+  EXPECT_EQ(a.response.kvs(0).value(), "2");
+
+  // Compare on LEASE: equal, not equal, greater, on a key without a lease (0) and a missing key.
+  auto compare = [&](const std::string& key, etcdserverpb::Compare::CompareResult result, int64_t lease) {
+    etcdserverpb::TxnRequest txn;
+    etcdserverpb::Compare* c = txn.add_compare();
+    c->set_key(key);
+    c->set_target(etcdserverpb::Compare::LEASE);
+    c->set_result(result);
+    c->set_lease(lease);
+    auto r = Call(kv_.get(), &KV::Stub::Txn, txn);
+    EXPECT_TRUE(IsOk(r.status));
+    return r.response.succeeded();
+  };
+  EXPECT_TRUE(compare("t/a", etcdserverpb::Compare::EQUAL, 0x51));
+  EXPECT_FALSE(compare("t/a", etcdserverpb::Compare::EQUAL, 0x52));
+  EXPECT_TRUE(compare("t/a", etcdserverpb::Compare::NOT_EQUAL, 0x52));
+  EXPECT_TRUE(compare("t/a", etcdserverpb::Compare::GREATER, 0x50));
+  EXPECT_TRUE(compare("t/a", etcdserverpb::Compare::LESS, 0x52));
+  EXPECT_TRUE(compare("t/c", etcdserverpb::Compare::EQUAL, 0));
+  // A missing key compares as a key-value of zeros (etcd's applyCompare): its lease is 0.
+  EXPECT_TRUE(compare("t/missing", etcdserverpb::Compare::EQUAL, 0));
+  EXPECT_FALSE(compare("t/missing", etcdserverpb::Compare::EQUAL, 0x51));
 }
 
 INSTANTIATE_TEST_SUITE_P(Servers, LeaseErrors, ::testing::Values(Flavor::kRevkv, Flavor::kEtcd),

@@ -167,34 +167,41 @@ TEST_F(CaptureTest, RetriedAttemptsLeaveNoEvents) {
   const auto before = runtime::stm::GetStmStatistics();
   constexpr int kThreads = 4;
   constexpr int kPerThread = 300;
-  std::vector<std::thread> threads;
-  for (int t = 0; t < kThreads; ++t) {
-    threads.emplace_back([&, t] {
-      runtime::ThreadRegistration reg("writer");
-      std::mt19937 rng(seed + t);
-      for (int i = 0; i < kPerThread; ++i) {
-        etcdserverpb::TxnRequest txn;
-        // A key of this thread first (its event is captured), then the shared key, whose write
-        // conflicts with the other writers and aborts the attempt after that capture.
-        auto* own = txn.add_success()->mutable_request_put();
-        own->set_key("t" + std::to_string(t));
-        own->set_value(std::to_string(i));
-        auto* shared = txn.add_success()->mutable_request_put();
-        shared->set_key("shared");
-        shared->set_value(std::to_string(rng()));
-        auto r = store_->Txn(txn);
-        ASSERT_TRUE(r.ok()) << r.status();
-      }
-    });
-  }
-  for (auto& th : threads) th.join();
+  // Conflicts need the writers to overlap; on a loaded machine one batch may run them one after the
+  // other, so batches are repeated (up to 20) until some attempt was retried.
+  int batches = 0;
+  do {
+    std::vector<std::thread> threads;
+    for (int t = 0; t < kThreads; ++t) {
+      threads.emplace_back([&, t] {
+        runtime::ThreadRegistration reg("writer");
+        std::mt19937 rng(seed + t + 1000 * batches);
+        for (int i = 0; i < kPerThread; ++i) {
+          etcdserverpb::TxnRequest txn;
+          // A key of this thread first (its event is captured), then the shared key, whose write
+          // conflicts with the other writers and aborts the attempt after that capture.
+          auto* own = txn.add_success()->mutable_request_put();
+          own->set_key("t" + std::to_string(t));
+          own->set_value(std::to_string(i));
+          auto* shared = txn.add_success()->mutable_request_put();
+          shared->set_key("shared");
+          shared->set_value(std::to_string(rng()));
+          auto r = store_->Txn(txn);
+          ASSERT_TRUE(r.ok()) << r.status();
+        }
+      });
+    }
+    for (auto& th : threads) th.join();
+    ++batches;
+  } while (runtime::stm::GetStmStatistics().retries == before.retries && batches < 20);
   const auto after = runtime::stm::GetStmStatistics();
-  ASSERT_GT(after.retries, before.retries) << "no attempt was retried: the test proves nothing";
+  ASSERT_GT(after.retries, before.retries)
+      << "no attempt was retried in " << batches << " batches: the test proves nothing";
   const int64_t last = store_->Revision();
   ASSERT_EQ(store_->events().contiguous(), last);
   std::vector<std::shared_ptr<const RevisionEvents>> all;
   ASSERT_TRUE(store_->events().Read(2, last, &all));
-  ASSERT_EQ(all.size(), static_cast<size_t>(kThreads * kPerThread));
+  ASSERT_EQ(all.size(), static_cast<size_t>(batches * kThreads * kPerThread));
   for (const auto& b : all) {
     ASSERT_EQ(b->events.size(), 2u) << "revision " << b->revision << " (seed " << seed << ")";
     EXPECT_EQ(b->events[1].kv.key, "shared");

@@ -331,6 +331,37 @@ TEST(WatchHub, ACompactedWatcherIsToldTheCompactionNotTheHeldStart) {
   EXPECT_EQ(behind.got()[1].compact_revision(), 15);
 }
 
+// etcd cancels a watch whose start revision is below the compaction, even if that revision is still
+// in the history because the dispatcher holds it for watchers that keep up (not durable yet).
+TEST(WatchHub, AStartBelowTheCompactionIsCanceledEvenWhileTheHistoryHoldsIt) {
+  Harness h(HubOptions(), /*visible=*/5);
+  h.log().Publish(1, {});
+  Reader keeping_up(&h.hub());
+  h.hub().Create(keeping_up.stream(), Req("k"));
+  for (int r = 2; r <= 20; ++r) h.log().Publish(r, {Put("k", "v", r, 2, r - 1)});
+  ASSERT_TRUE(keeping_up.DrainUntil([](auto& g) { return CountEvents(g, 0) >= 4; }));  // 2..5
+  h.log().Trim(15);
+  ASSERT_LE(h.log().first(), 8) << "the hold keeps what is not dispatched yet";
+  Reader late(&h.hub());
+  h.hub().Create(late.stream(), Req("k", "", 8));   // held, but compacted
+  h.hub().Create(late.stream(), Req("k", "", 15));  // the compaction's revision: served
+  h.SetVisible(20);
+  ASSERT_TRUE(late.DrainUntil([](auto& g) { return CountEvents(g, 1) >= 6; }));
+  ASSERT_GE(late.got().size(), 3u);
+  bool canceled = false;
+  for (const auto& r : late.got()) {
+    if (r.watch_id() != 0 || r.created()) continue;
+    ASSERT_TRUE(r.canceled()) << r.ShortDebugString();
+    EXPECT_EQ(r.compact_revision(), 15);
+    canceled = true;
+  }
+  EXPECT_TRUE(canceled);
+  EXPECT_EQ(CountEvents(late.got(), 0), 0u);
+  EXPECT_EQ(late.Events(1).front().kv().mod_revision(), 15);
+  // The watcher that keeps up still gets every held revision.
+  ASSERT_TRUE(keeping_up.DrainUntil([](auto& g) { return CountEvents(g, 0) >= 19; }));
+}
+
 // A stream that stops reading: its watcher falls behind (the queue stays bounded, the dispatcher keeps
 // going for others), then catches up from the history with every revision exactly once, in order.
 TEST(WatchHub, SlowStreamFallsBehindAndCatchesUpWithoutGapsOrDuplicates) {
