@@ -161,7 +161,7 @@ TEST_F(Services, ReflectionDescribesEtcdAndRevkvServices) {
   EXPECT_EQ(MethodNames(pipeline, "KV"), (std::vector<std::string>{"Pipeline"}));
 
   ServerReflectionRequest unknown;
-  unknown.set_file_containing_symbol("etcdserverpb.Auth");
+  unknown.set_file_containing_symbol("etcdserverpb.NoSuchService");
   std::vector<ServerReflectionResponse> responses = Reflect({unknown});
   ASSERT_EQ(responses.size(), 1u);
   ASSERT_TRUE(responses[0].has_error_response()) << responses[0].ShortDebugString();
