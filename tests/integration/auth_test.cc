@@ -226,6 +226,7 @@ TEST_F(AuthRevkv, ARevokedPermissionEndsAnOpenWatch) {
   const std::string root = Token("root");
   auto watch = etcdserverpb::Watch::NewStub(server_->NewChannel());
   grpc::ClientContext context;
+  context.set_deadline(std::chrono::system_clock::now() + std::chrono::seconds(30));  // a missing answer fails
   context.AddMetadata("token", alice);
   auto stream = watch->Watch(&context);
   etcdserverpb::WatchRequest create;
