@@ -11,6 +11,7 @@
 #include "runtime/gc/gc.h"
 #include "runtime/heap/heap.h"
 #include "runtime/safepoint/safepoint.h"
+#include "server/auth/simple_token.h"
 #include "server/config/config.h"
 #include "server/engine/engine.h"
 #include "server/lease/lessor.h"
@@ -49,6 +50,8 @@ EngineOptions EngineOptionsFrom(const ServerConfig& c) {
   o.store.history_revisions = static_cast<int64_t>(c.history_revisions);
   o.store.history_duration = std::chrono::milliseconds(absl::ToInt64Milliseconds(c.history_duration));
   o.store.measure_reads_before_durable = c.measure_reads_before_durable;
+  o.store.member_id = c.member_id;
+  o.store.quota_bytes = c.EffectiveQuotaBytes();
   o.checkpoint_interval = static_cast<int64_t>(c.checkpoint_interval);
   o.checkpoint_keep = c.checkpoint_keep;
   return o;
@@ -108,6 +111,20 @@ int Main(int argc, char** argv) {
     return 0;
   }
 
+  if (!config.restore_snapshot.empty()) {
+    absl::StatusOr<RecoveryReport> restored =
+        RestoreSnapshot(config.restore_snapshot, EngineOptionsFrom(config));
+    if (!restored.ok()) {
+      spdlog::error("cannot restore {} into {}: {}", config.restore_snapshot, config.data_dir,
+                    restored.status().ToString());
+      return 1;
+    }
+    std::printf("restored %s into %s: revision %lld, %llu keys (%s)\n", config.restore_snapshot.c_str(),
+                config.data_dir.c_str(), static_cast<long long>(restored->revision),
+                static_cast<unsigned long long>(restored->keys), restored->checkpoint.ToString().c_str());
+    return 0;
+  }
+
   RecoveryReport report;
   absl::StatusOr<std::unique_ptr<Engine>> engine = Engine::Open(EngineOptionsFrom(config), &report);
   if (!engine.ok()) {
@@ -132,9 +149,11 @@ int Main(int argc, char** argv) {
   lessor.Start();
 
   MetricsRegistry metrics;
+  auth::SimpleTokens tokens(std::chrono::seconds(config.auth_token_ttl));
   ServerState state;
   state.engine = engine->get();
   state.lessor = &lessor;
+  state.tokens = &tokens;
   state.config = &config;
   state.metrics = &metrics;
   state.start_unix_nanos = static_cast<uint64_t>(std::chrono::duration_cast<std::chrono::nanoseconds>(

@@ -8,14 +8,17 @@
 // checkpoint becomes valid, and recovery must reach R at least.
 //
 // File: checkpoint-<revision as 16 lowercase hex digits>.ckpt in the checkpoint directory, holding
-//   header (56 bytes): magic "revkvCKP" | u32 format version (3) | u32 zero | i64 revision
+//   header (64 bytes): magic "revkvCKP" | u32 format version (4) | u32 zero | i64 revision
 //                      | i64 compact revision | u64 entry count | i64 base revision | u64 lease count
-//                      (still read: version 2, 48 bytes, without the lease count, which is then 0;
-//                      version 1, 40 bytes, without the base revision either, which is then the
-//                      revision)
+//                      | u64 state record count
+//                      (still read: version 3, 56 bytes, without the state record count, which is then
+//                      0; version 2, 48 bytes, without the lease count either; version 1, 40 bytes,
+//                      without the base revision either, which is then the revision)
 //   entries:           u32 key length | u32 value length | i64 create_revision | i64 mod_revision
 //                      | i64 version | i64 lease | key | value
 //   leases (version 3): i64 lease ID | i64 granted TTL in seconds, lease count times, after the entries
+//   state records (version 4): u32 kind | u32 length | bytes, state record count times, after the leases
+//                      (the store's other state, e.g. alarms and auth: opaque here, the store's kinds)
 //   footer (16 bytes): u32 CRC-32C of every byte before the footer | u32 zero | magic "revkvEND"
 // little-endian. A checkpoint is written as checkpoint-<revision>.tmp, fsync'd, renamed to .ckpt, and the
 // directory fsync'd, so a .ckpt file is complete unless the disk damaged it later.
@@ -53,6 +56,13 @@ struct CheckpointLease {
   int64_t ttl = 0;  // granted, in seconds
 };
 
+// One state record of the store (alarms, auth, ...): a kind the store defines and opaque bytes. The view
+// is borrowed as for CheckpointEntry.
+struct CheckpointStateRecord {
+  uint32_t kind = 0;
+  std::string_view bytes;
+};
+
 // A complete checkpoint file.
 struct CheckpointInfo {
   std::string path;
@@ -61,6 +71,7 @@ struct CheckpointInfo {
   int64_t base_revision = 0;  // the revision of the state it holds (compact <= base <= revision)
   uint64_t entry_count = 0;
   uint64_t lease_count = 0;  // 0 for format versions 1 and 2
+  uint64_t state_count = 0;  // 0 for format versions 1 to 3
   uint64_t bytes = 0;        // file size
 };
 
@@ -90,6 +101,9 @@ class CheckpointWriter {
   absl::Status Add(const CheckpointEntry& entry);
   // Appends one lease; every entry must have been added before (FailedPrecondition for an Add after it).
   absl::Status AddLease(const CheckpointLease& lease);
+  // Appends one state record; every entry and lease must have been added before (FailedPrecondition
+  // for an Add or AddLease after it). InvalidArgument for bytes longer than 4 GiB.
+  absl::Status AddState(const CheckpointStateRecord& record);
 
   // Writes the footer and the final header, fsyncs, renames the file to .ckpt (replacing a checkpoint of
   // the same revision) and fsyncs the directory. On error the temporary file is removed.
@@ -119,6 +133,7 @@ class CheckpointWriter {
   uint64_t body_bytes_ = 0;
   uint64_t entry_count_ = 0;
   uint64_t lease_count_ = 0;
+  uint64_t state_count_ = 0;
   absl::Status status_;
   bool finished_ = false;
   bool tmp_exists_ = false;
@@ -138,6 +153,8 @@ struct CheckpointFile {
 using CheckpointEntryVisitor = absl::FunctionRef<absl::Status(const CheckpointEntry& entry)>;
 // Receives each lease, after every entry; an error stops the load with that error.
 using CheckpointLeaseVisitor = absl::FunctionRef<absl::Status(const CheckpointLease& lease)>;
+// Receives each state record, after every lease; an error stops the load with that error.
+using CheckpointStateVisitor = absl::FunctionRef<absl::Status(const CheckpointStateRecord& record)>;
 
 // A checkpoint that failed verification.
 struct SkippedCheckpoint {
@@ -161,10 +178,12 @@ struct CheckpointLoadResult {
 // entries, so the visitor never sees a corrupt checkpoint's entries; the file is read twice for that.
 // A corrupt checkpoint is renamed to .corrupt and skipped; .tmp files are removed. A missing `dir` is an
 // empty one. Fails with the visitor's error or an I/O error other than EIO (EIO counts as corruption).
-// The leases go to `lease_visitor` if it is set (after the entries), under the same guarantee.
+// The leases go to `lease_visitor` and the state records to `state_visitor` if they are set (after
+// the entries), under the same guarantee.
 absl::StatusOr<CheckpointLoadResult> LoadNewestValidCheckpoint(
     FileSystem* fs, const std::string& dir, CheckpointEntryVisitor visitor,
-    const CheckpointLeaseVisitor* lease_visitor = nullptr);
+    const CheckpointLeaseVisitor* lease_visitor = nullptr,
+    const CheckpointStateVisitor* state_visitor = nullptr);
 
 // Reads and verifies one checkpoint file without visiting its entries. DataLoss describes the damage.
 absl::StatusOr<CheckpointInfo> VerifyCheckpoint(FileSystem* fs, const std::string& path);
@@ -179,12 +198,14 @@ absl::StatusOr<CheckpointInfo> ReadCheckpointHeader(FileSystem* fs, const std::s
 // Verifies the checkpoint at `path` (named for `revision`) completely, then streams its entries to
 // `visitor`; `verified`, if set, is called once with the verified header before the first entry. So
 // neither sees anything of a damaged file. DataLoss (damage, or EIO) before any call to them; else the
-// visitor's error, or another I/O error. The leases go to `lease_visitor` (if set) after the entries.
+// visitor's error, or another I/O error. The leases go to `lease_visitor` (if set) after the entries,
+// then the state records to `state_visitor` (if set).
 absl::StatusOr<CheckpointInfo> LoadCheckpoint(
     FileSystem* fs, const std::string& path, int64_t revision, CheckpointEntryVisitor visitor,
     absl::FunctionRef<absl::Status(const CheckpointInfo&)> verified =
         [](const CheckpointInfo&) { return absl::OkStatus(); },
-    const CheckpointLeaseVisitor* lease_visitor = nullptr);
+    const CheckpointLeaseVisitor* lease_visitor = nullptr,
+    const CheckpointStateVisitor* state_visitor = nullptr);
 // Renames a checkpoint that cannot be used to checkpoint-<revision>.corrupt (kept for inspection) and
 // fsyncs the directory; returns the new path.
 absl::StatusOr<std::string> SetCheckpointAside(FileSystem* fs, const std::string& dir,

@@ -32,6 +32,7 @@ std::string EncodeHeader(const Header& header) {
   Put<uint64_t>(bytes.data() + 32, header.entry_count);
   Put<int64_t>(bytes.data() + 40, header.base_revision);
   Put<uint64_t>(bytes.data() + 48, header.lease_count);
+  Put<uint64_t>(bytes.data() + 56, header.state_count);
   return bytes;
 }
 
@@ -42,7 +43,8 @@ absl::StatusOr<size_t> HeaderSize(std::string_view first_bytes) {
   const uint32_t version = Get<uint32_t>(first_bytes.data() + 8);
   if (version == 1) return kHeaderBytesV1;
   if (version == 2) return kHeaderBytesV2;
-  if (version == 3) return kHeaderBytes;
+  if (version == 3) return kHeaderBytesV3;
+  if (version == 4) return kHeaderBytes;
   return absl::FailedPreconditionError(absl::StrCat("checkpoint format version ", version,
                                                     "; this build reads versions 1 to ", kFormatVersion));
 }
@@ -57,7 +59,8 @@ absl::StatusOr<Header> DecodeHeader(std::string_view bytes) {
   header.compact_revision = Get<int64_t>(bytes.data() + 24);
   header.entry_count = Get<uint64_t>(bytes.data() + 32);
   header.base_revision = *size >= kHeaderBytesV2 ? Get<int64_t>(bytes.data() + 40) : header.revision;
-  header.lease_count = *size >= kHeaderBytes ? Get<uint64_t>(bytes.data() + 48) : 0;
+  header.lease_count = *size >= kHeaderBytesV3 ? Get<uint64_t>(bytes.data() + 48) : 0;
+  header.state_count = *size >= kHeaderBytes ? Get<uint64_t>(bytes.data() + 56) : 0;
   return header;
 }
 
@@ -95,6 +98,18 @@ void AppendLease(const CheckpointLease& lease, std::string* out) {
 
 CheckpointLease DecodeLease(const char* bytes) {
   return CheckpointLease{Get<int64_t>(bytes), Get<int64_t>(bytes + 8)};
+}
+
+void AppendStateRecord(const CheckpointStateRecord& record, std::string* out) {
+  const size_t at = out->size();
+  out->resize(at + kStateFixedBytes);
+  Put<uint32_t>(out->data() + at, record.kind);
+  Put<uint32_t>(out->data() + at + 4, static_cast<uint32_t>(record.bytes.size()));
+  out->append(record.bytes);
+}
+
+std::pair<uint32_t, uint32_t> DecodeStateFixed(const char* bytes) {
+  return {Get<uint32_t>(bytes), Get<uint32_t>(bytes + 4)};
 }
 
 std::string EncodeFooter(uint32_t crc) {

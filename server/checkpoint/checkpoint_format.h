@@ -9,6 +9,7 @@
 #include <optional>
 #include <string>
 #include <string_view>
+#include <utility>
 
 #include "absl/status/statusor.h"
 #include "server/checkpoint/checkpoint.h"
@@ -19,13 +20,15 @@ static_assert(std::endian::native == std::endian::little, "revkv's file formats 
 
 inline constexpr size_t kHeaderBytesV1 = 40;    // version 1: no base revision (it is the revision)
 inline constexpr size_t kHeaderBytesV2 = 48;    // version 2: no lease count (no leases)
-inline constexpr size_t kHeaderBytes = 56;      // the version written
+inline constexpr size_t kHeaderBytesV3 = 56;    // version 3: no state record count (no state records)
+inline constexpr size_t kHeaderBytes = 64;      // the version written
 inline constexpr size_t kLeaseBytes = 16;       // i64 ID, i64 granted TTL
 inline constexpr size_t kEntryFixedBytes = 40;  // two lengths and four i64 before the key and value
+inline constexpr size_t kStateFixedBytes = 8;   // u32 kind, u32 length before the record's bytes
 inline constexpr size_t kFooterBytes = 16;
 inline constexpr std::string_view kMagic = "revkvCKP";
 inline constexpr std::string_view kFooterMagic = "revkvEND";
-inline constexpr uint32_t kFormatVersion = 3;  // reads 1, 2 and 3
+inline constexpr uint32_t kFormatVersion = 4;  // reads 1 to 4
 
 struct Header {
   int64_t revision = 0;
@@ -33,9 +36,10 @@ struct Header {
   uint64_t entry_count = 0;
   int64_t base_revision = 0;  // version 1: the revision
   uint64_t lease_count = 0;   // versions 1 and 2: 0
+  uint64_t state_count = 0;   // versions 1 to 3: 0
 };
 
-// A version-3 header (kHeaderBytes).
+// A version-4 header (kHeaderBytes).
 std::string EncodeHeader(const Header& header);
 // The header's size, from its first kHeaderBytesV1 bytes: DataLoss for a damaged header,
 // FailedPrecondition for a format version this build does not read.
@@ -60,6 +64,10 @@ EntryFixed DecodeEntryFixed(const char* bytes);
 // Appends the encoded lease (kLeaseBytes) to `out`; decodes one.
 void AppendLease(const CheckpointLease& lease, std::string* out);
 CheckpointLease DecodeLease(const char* bytes);
+// Appends an encoded state record (kStateFixedBytes, then its bytes) to `out`; decodes the fixed part
+// (kind, length).
+void AppendStateRecord(const CheckpointStateRecord& record, std::string* out);
+std::pair<uint32_t, uint32_t> DecodeStateFixed(const char* bytes);
 
 std::string EncodeFooter(uint32_t crc);
 // The CRC stored in a footer; DataLoss if the footer is damaged.

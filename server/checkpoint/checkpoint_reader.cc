@@ -26,7 +26,8 @@ absl::Status Damaged(const std::string& path, std::string_view what) {
 absl::StatusOr<CheckpointInfo> ScanCheckpoint(FileSystem* fs, const std::string& path,
                                               std::optional<int64_t> named_revision,
                                               const CheckpointEntryVisitor* visitor,
-                                              const CheckpointLeaseVisitor* lease_visitor = nullptr) {
+                                              const CheckpointLeaseVisitor* lease_visitor = nullptr,
+                                              const CheckpointStateVisitor* state_visitor = nullptr) {
   absl::StatusOr<std::unique_ptr<ReadableFile>> file = fs->OpenReadable(path);
   if (!file.ok()) return file.status();
   absl::StatusOr<uint64_t> size = (*file)->Size();
@@ -104,8 +105,28 @@ absl::StatusOr<CheckpointInfo> ScanCheckpoint(FileSystem* fs, const std::string&
       if (absl::Status s = (*lease_visitor)(format::DecodeLease(lease_bytes->data())); !s.ok()) return s;
     }
   }
+  for (uint64_t i = 0; i < header->state_count; ++i) {
+    if (reader.remaining() < format::kStateFixedBytes + format::kFooterBytes) {
+      return Damaged(path, absl::StrCat("truncated at state record ", i, " of ", header->state_count));
+    }
+    absl::StatusOr<std::string_view> fixed_bytes = reader.Read(format::kStateFixedBytes);
+    if (!fixed_bytes.ok()) return fixed_bytes.status();
+    crc = Crc32cExtend(crc, fixed_bytes->data(), fixed_bytes->size());
+    const auto [kind, length] = format::DecodeStateFixed(fixed_bytes->data());
+    if (length > reader.remaining() - format::kFooterBytes) {
+      return Damaged(path, absl::StrCat("state record ", i, " claims ", length, " bytes; ",
+                                        reader.remaining() - format::kFooterBytes, " remain"));
+    }
+    absl::StatusOr<std::string_view> data = reader.Read(length);
+    if (!data.ok()) return data.status();
+    crc = Crc32cExtend(crc, data->data(), data->size());
+    if (state_visitor != nullptr) {
+      if (absl::Status s = (*state_visitor)(CheckpointStateRecord{kind, *data}); !s.ok()) return s;
+    }
+  }
   if (reader.remaining() != format::kFooterBytes) {
-    return Damaged(path, absl::StrCat(reader.remaining(), " bytes follow the last entry or lease where the ",
+    return Damaged(path, absl::StrCat(reader.remaining(),
+                                      " bytes follow the last entry, lease or state record where the ",
                                       format::kFooterBytes, "-byte footer belongs"));
   }
   absl::StatusOr<std::string_view> footer_bytes = reader.Read(format::kFooterBytes);
@@ -122,6 +143,7 @@ absl::StatusOr<CheckpointInfo> ScanCheckpoint(FileSystem* fs, const std::string&
   info.base_revision = header->base_revision;
   info.entry_count = header->entry_count;
   info.lease_count = header->lease_count;
+  info.state_count = header->state_count;
   info.bytes = *size;
   return info;
 }
@@ -164,6 +186,7 @@ absl::StatusOr<CheckpointInfo> ReadCheckpointHeader(FileSystem* fs, const std::s
   info.base_revision = header->base_revision;
   info.entry_count = header->entry_count;
   info.lease_count = header->lease_count;
+  info.state_count = header->state_count;
   info.bytes = *size;
   return info;
 }
@@ -175,11 +198,12 @@ absl::StatusOr<CheckpointInfo> VerifyCheckpoint(FileSystem* fs, const std::strin
 absl::StatusOr<CheckpointInfo> LoadCheckpoint(FileSystem* fs, const std::string& path, int64_t revision,
                                               CheckpointEntryVisitor visitor,
                                               absl::FunctionRef<absl::Status(const CheckpointInfo&)> verified,
-                                              const CheckpointLeaseVisitor* lease_visitor) {
+                                              const CheckpointLeaseVisitor* lease_visitor,
+                                              const CheckpointStateVisitor* state_visitor) {
   absl::StatusOr<CheckpointInfo> info = ScanCheckpoint(fs, path, revision, nullptr);
   if (!info.ok()) return info.status();
   if (absl::Status s = verified(*info); !s.ok()) return s;
-  return ScanCheckpoint(fs, path, revision, &visitor, lease_visitor);
+  return ScanCheckpoint(fs, path, revision, &visitor, lease_visitor, state_visitor);
 }
 
 absl::StatusOr<std::string> SetCheckpointAside(FileSystem* fs, const std::string& dir,
@@ -210,7 +234,8 @@ absl::StatusOr<std::vector<std::string>> RemoveTemporaryCheckpoints(FileSystem* 
 
 absl::StatusOr<CheckpointLoadResult> LoadNewestValidCheckpoint(FileSystem* fs, const std::string& dir,
                                                                CheckpointEntryVisitor visitor,
-                                                               const CheckpointLeaseVisitor* lease_visitor) {
+                                                               const CheckpointLeaseVisitor* lease_visitor,
+                                                               const CheckpointStateVisitor* state_visitor) {
   CheckpointLoadResult result;
   // Only a load (at startup, before any writer runs) may remove .tmp files: a crash left them unfinished.
   absl::StatusOr<std::vector<std::string>> removed = RemoveTemporaryCheckpoints(fs, dir);
@@ -223,7 +248,7 @@ absl::StatusOr<CheckpointLoadResult> LoadNewestValidCheckpoint(FileSystem* fs, c
     absl::StatusOr<CheckpointInfo> verified = ScanCheckpoint(fs, it->path, it->revision, nullptr);
     if (verified.ok()) {
       absl::StatusOr<CheckpointInfo> loaded =
-          ScanCheckpoint(fs, it->path, it->revision, &visitor, lease_visitor);
+          ScanCheckpoint(fs, it->path, it->revision, &visitor, lease_visitor, state_visitor);
       if (!loaded.ok()) return loaded.status();  // the visitor has seen entries: no fallback now
       result.loaded = *std::move(loaded);
       break;

@@ -70,7 +70,9 @@ absl::Status CheckpointWriter::Flush() {
 absl::Status CheckpointWriter::Add(const CheckpointEntry& entry) {
   if (!status_.ok()) return status_;
   if (finished_) return Fail(absl::FailedPreconditionError("checkpoint: Add after Finish"));
-  if (lease_count_ > 0) return Fail(absl::FailedPreconditionError("checkpoint: an entry after a lease"));
+  if (lease_count_ > 0 || state_count_ > 0) {
+    return Fail(absl::FailedPreconditionError("checkpoint: an entry after a lease or a state record"));
+  }
   if (entry.key.size() > UINT32_MAX || entry.value.size() > UINT32_MAX) {
     return Fail(absl::InvalidArgumentError("checkpoint: key or value longer than 4 GiB"));
   }
@@ -85,6 +87,8 @@ absl::Status CheckpointWriter::Add(const CheckpointEntry& entry) {
 absl::Status CheckpointWriter::AddLease(const CheckpointLease& lease) {
   if (!status_.ok()) return status_;
   if (finished_) return Fail(absl::FailedPreconditionError("checkpoint: AddLease after Finish"));
+  if (state_count_ > 0)
+    return Fail(absl::FailedPreconditionError("checkpoint: a lease after a state record"));
   format::AppendLease(lease, &buffer_);
   ++lease_count_;
   if (buffer_.size() >= kBufferBytes) {
@@ -93,10 +97,24 @@ absl::Status CheckpointWriter::AddLease(const CheckpointLease& lease) {
   return absl::OkStatus();
 }
 
+absl::Status CheckpointWriter::AddState(const CheckpointStateRecord& record) {
+  if (!status_.ok()) return status_;
+  if (finished_) return Fail(absl::FailedPreconditionError("checkpoint: AddState after Finish"));
+  if (record.bytes.size() > UINT32_MAX) {
+    return Fail(absl::InvalidArgumentError("checkpoint: state record longer than 4 GiB"));
+  }
+  format::AppendStateRecord(record, &buffer_);
+  ++state_count_;
+  if (buffer_.size() >= kBufferBytes) {
+    if (absl::Status s = Flush(); !s.ok()) return Fail(std::move(s));
+  }
+  return absl::OkStatus();
+}
+
 absl::Status CheckpointWriter::Complete(const std::string& final_path) {
   if (absl::Status s = Flush(); !s.ok()) return s;
-  const std::string header =
-      format::EncodeHeader({revision_, compact_revision_, entry_count_, base_revision_, lease_count_});
+  const std::string header = format::EncodeHeader(
+      {revision_, compact_revision_, entry_count_, base_revision_, lease_count_, state_count_});
   const uint32_t crc = Crc32cCombine(Crc32c(header), body_crc_, body_bytes_);
   if (absl::Status s = file_->Append(format::EncodeFooter(crc)); !s.ok()) return s;
   if (absl::Status s = file_->WriteAt(0, header); !s.ok()) return s;
@@ -128,6 +146,7 @@ absl::StatusOr<CheckpointInfo> CheckpointWriter::Finish() {
   info.base_revision = base_revision_;
   info.entry_count = entry_count_;
   info.lease_count = lease_count_;
+  info.state_count = state_count_;
   info.bytes = format::kHeaderBytes + body_bytes_ + format::kFooterBytes;
   return info;
 }

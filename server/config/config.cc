@@ -48,6 +48,7 @@ struct CapturedFlags {
   std::vector<CLI::Option*> options;  // parallel to config::Settings()
   std::string config_file;
   bool repair_wal = false;
+  std::string restore_snapshot;
 };
 
 // Declares every flag on `app`, bound to `captured`.
@@ -73,6 +74,10 @@ void DeclareFlags(CLI::App& app, CapturedFlags& captured) {
   app.add_flag("--repair-wal", captured.repair_wal,
                "Repair a damaged write-ahead log in --data-dir and exit: move the damaged part aside "
                "(<segment>.damaged), cut the log at the last good record, print what was lost");
+  app.add_option("--restore-snapshot", captured.restore_snapshot,
+                 "Restore the snapshot FILE (etcdctl snapshot save) into --data-dir, which must be new or "
+                 "empty, and exit: the file's checksum is verified, a damaged one is refused")
+      ->type_name("FILE");
 
   const ServerConfig defaults;
   for (const config::Setting& setting : config::Settings()) {
@@ -208,6 +213,10 @@ absl::StatusOr<CommandLine> ParseCommandLine(const std::vector<std::string>& arg
     config.config_file = captured.config_file;
   }
   config.repair_wal = captured.repair_wal;
+  config.restore_snapshot = captured.restore_snapshot;
+  if (config.repair_wal && !config.restore_snapshot.empty()) {
+    return absl::InvalidArgumentError("--repair-wal and --restore-snapshot are separate actions: give one");
+  }
   size_t text_index = 0, flag_index = 0;
   const std::vector<config::Setting>& settings = config::Settings();
   for (size_t i = 0; i < settings.size(); ++i) {

@@ -80,6 +80,9 @@ struct ServerConfig {
   bool evacuation_reserve = true;             // runtime::HeapOptions::retain_evacuation_reserve
 
   // Limits
+  // etcd's --quota-backend-bytes: writes that add data are refused (NOSPACE alarm) once the store's bytes
+  // (Store::StoreBytes) would reach it. 0: 3/4 of max_heap (EffectiveQuotaBytes); negative: no quota.
+  int64_t quota_backend_bytes = 0;
   uint64_t max_request_bytes = 1572864;  // largest gRPC request (etcd's default, 1.5 MiB)
   int max_txn_ops = 128;                 // operations in one Txn (etcd's default)
 
@@ -89,12 +92,26 @@ struct ServerConfig {
 
   TlsConfig tls;
 
+  // Auth (etcd's flags): how long a simple token lives unused, in seconds, and the bcrypt cost of
+  // password hashes.
+  uint64_t auth_token_ttl = 300;
+  int bcrypt_cost = 10;
+
   // Logging
   LogLevel log_level = LogLevel::kInfo;
   LogFormat log_format = LogFormat::kText;
 
   std::string config_file;  // the TOML file the settings were read from; "" when none
   bool repair_wal = false;  // --repair-wal (command line only): repair the log in data_dir and exit
+  // --restore-snapshot FILE (command line only): restore the snapshot into data_dir and exit; "" = none.
+  std::string restore_snapshot;
+
+  // The quota in bytes: quota_backend_bytes, 3/4 of max_heap for 0, or 0 (no quota) when negative.
+  int64_t EffectiveQuotaBytes() const {
+    if (quota_backend_bytes < 0) return 0;
+    if (quota_backend_bytes == 0) return static_cast<int64_t>(max_heap / 4 * 3);
+    return quota_backend_bytes;
+  }
 
   // One line per setting, "name: value", for the startup log. Secrets are never part of the config
   // (TLS settings are file paths), so everything is shown.

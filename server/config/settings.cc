@@ -236,6 +236,37 @@ std::vector<Setting> BuildSettings() {
       "one copies into them (shorter pauses; RSS stays near its peak); off: return free pages to the OS",
       &ServerConfig::evacuation_reserve, {{"on", true}, {"off", false}}));
 
+  Setting quota{"quota-backend-bytes",
+                "Limits",
+                "SIZE",
+                "etcd's space quota: a write that adds data and would take the store's bytes (the heap's old "
+                "and large-object space) to this size raises the NOSPACE alarm and is refused until "
+                "`etcdctl alarm disarm`; 0 = 3/4 of --max-heap; a negative number = no quota",
+                ValueKind::kSize,
+                nullptr,
+                nullptr,
+                "0 (3/4 of --max-heap)"};
+  quota.set = [](std::string_view text, ServerConfig& config) -> absl::Status {
+    if (!text.empty() && text.front() == '-') {  // etcd: a negative quota turns the quota off
+      const std::string digits(text.substr(1));
+      if (digits.empty() || digits.find_first_not_of("0123456789") != std::string::npos ||
+          digits.size() > 18) {
+        return absl::InvalidArgumentError(
+            fmt::format("invalid value '{}': a size, 0, or a negative whole number (no quota)", text));
+      }
+      const int64_t negative = -static_cast<int64_t>(std::stoll(digits));
+      config.quota_backend_bytes = negative < 0 ? negative : 0;
+      return absl::OkStatus();
+    }
+    absl::StatusOr<uint64_t> value = ParseSize(text);
+    if (!value.ok()) return value.status();
+    if (*value > static_cast<uint64_t>(INT64_MAX))
+      return OutOfRange(std::string(text), "0", FormatSize(INT64_MAX));
+    config.quota_backend_bytes = static_cast<int64_t>(*value);
+    return absl::OkStatus();
+  };
+  quota.get = [](const ServerConfig& config) { return std::to_string(config.quota_backend_bytes); };
+  s.push_back(std::move(quota));
   s.push_back(SizeSetting("max-request-bytes", "Limits",
                           "Largest client request accepted, in bytes (1KiB to 2GiB-1; etcd's default)",
                           &ServerConfig::max_request_bytes, kKiB, 2 * kGiB - 1, /*plain=*/true));
@@ -277,6 +308,15 @@ std::vector<Setting> BuildSettings() {
     return std::string(config.tls.client_cert_auth ? "true" : "false");
   };
   s.push_back(std::move(client_auth));
+
+  s.push_back(CountSetting("auth-token-ttl", "Auth",
+                           "Seconds a simple token (Authenticate) stays valid without being used; each use "
+                           "renews it (etcd's flag and default; 1 to 31536000)",
+                           &ServerConfig::auth_token_ttl, 1, 31536000));
+  s.push_back(CountSetting("bcrypt-cost", "Auth",
+                           "bcrypt cost of the password hashes UserAdd and UserChangePassword store (etcd's "
+                           "flag and default; 4 to 31)",
+                           &ServerConfig::bcrypt_cost, 4, 31));
 
   s.push_back(EnumSetting<LogLevel>("log-level", "Logging", "LEVEL",
                                     "Least severe level logged: trace, debug, info, warn, error",

@@ -8,6 +8,7 @@
 
 #include <cerrno>
 #include <cstring>
+#include <filesystem>
 #include <functional>
 #include <initializer_list>
 #include <limits>
@@ -17,6 +18,8 @@
 #include "absl/strings/str_cat.h"
 #include "runtime/safepoint/safepoint.h"
 #include "server/engine/compaction_record.h"
+#include "server/engine/snapshot_file.h"
+#include "server/engine/state_copy.h"
 #include "server/store/errors.h"
 #include "spdlog/spdlog.h"
 
@@ -72,7 +75,8 @@ Engine::Engine(const EngineOptions& options, FileSystem* fs, int lock_fd)
       fs_(fs),
       lock_fd_(lock_fd),
       wal_dir_(JoinPath(options.data_dir, "wal")),
-      checkpoint_dir_(JoinPath(options.data_dir, "checkpoints")) {}
+      checkpoint_dir_(JoinPath(options.data_dir, "checkpoints")),
+      snapshot_dir_(JoinPath(options.data_dir, "snapshots")) {}
 
 absl::StatusOr<std::unique_ptr<Engine>> Engine::Open(const EngineOptions& options, RecoveryReport* report) {
   FileSystem* fs = options.file_system != nullptr ? options.file_system : DefaultFileSystem();
@@ -82,6 +86,10 @@ absl::StatusOr<std::unique_ptr<Engine>> Engine::Open(const EngineOptions& option
   std::unique_ptr<Engine> engine(new Engine(options, fs, *lock));
   if (absl::Status s = MakeDurableDirectories(fs, options.data_dir, {"wal", "checkpoints"}); !s.ok()) {
     return s;
+  }
+  // Snapshot images a crash left behind (Maintenance/Snapshot's temporary files) are of no use.
+  if (absl::StatusOr<std::vector<std::string>> left = fs->ListDirectory(engine->snapshot_dir_); left.ok()) {
+    for (const std::string& name : *left) (void)fs->Remove(JoinPath(engine->snapshot_dir_, name));
   }
   RecoveryReport local;
   if (absl::Status s = engine->Recover(report != nullptr ? report : &local); !s.ok()) return s;
@@ -132,6 +140,12 @@ absl::Status Engine::LoadCheckpoint(CheckpointLoadResult* result, bool remove_te
       return leases.size() >= 4096 ? flush_leases() : absl::OkStatus();
     };
     const CheckpointLeaseVisitor lease_visitor = on_lease;
+    // The state records (alarms, auth) follow the leases (format 4).
+    auto on_state = [&](const CheckpointStateRecord& r) -> absl::Status {
+      if (absl::Status s = flush_leases(); !s.ok()) return s;
+      return store_->LoadState(r.kind, r.bytes);
+    };
+    const CheckpointStateVisitor state_visitor = on_state;
     absl::StatusOr<CheckpointInfo> loaded = revkv::server::LoadCheckpoint(
         fs_, file.path, file.revision,
         [&](const CheckpointEntry& e) -> absl::Status {
@@ -143,7 +157,7 @@ absl::Status Engine::LoadCheckpoint(CheckpointLoadResult* result, bool remove_te
           base = info.base_revision;
           return absl::OkStatus();
         },
-        &lease_visitor);
+        &lease_visitor, &state_visitor);
     absl::Status s = loaded.status();
     if (s.ok()) s = flush_leases();
     if (s.ok()) s = store_->FinishLoad(loaded->base_revision, loaded->compact_revision);
@@ -317,40 +331,9 @@ absl::StatusOr<CheckpointStats> Engine::Checkpoint() {
       if (!w.ok()) return w.status();
       writer = std::move(*w);
     }
-    // Entries are copied out of the snapshot in batches and written in safe regions, so a collection
-    // never waits for the disk.
-    std::vector<StoredKeyValue> batch;
-    write_status = absl::OkStatus();
-    auto write_batch = [&] {
-      runtime::SafeRegion io;
-      for (const StoredKeyValue& kv : batch) {
-        if (!write_status.ok()) break;
-        write_status = writer->Add(
-            CheckpointEntry{kv.key, kv.value, kv.create_revision, kv.mod_revision, kv.version, kv.lease});
-      }
-      batch.clear();
-    };
-    // The leases of the same snapshot, after the entries (16 bytes each, kept in memory until then).
-    std::vector<CheckpointLease> leases;
-    const std::function<void(int64_t, int64_t)> visit_lease = [&](int64_t id, int64_t ttl) {
-      leases.push_back(CheckpointLease{id, ttl});
-    };
-    int64_t snapshot_revision = 0;
-    read = store_->ForEachAt(
-        base,
-        [&](const StoredKeyValue& kv) {
-          batch.push_back(kv);
-          if (batch.size() >= 4096) write_batch();
-        },
-        &snapshot_revision, &visit_lease);
-    if (read.ok()) {
-      write_batch();
-      runtime::SafeRegion io;
-      for (const CheckpointLease& l : leases) {
-        if (!write_status.ok()) break;
-        write_status = writer->AddLease(l);
-      }
-    }
+    const StateCopy copy = CopyStoreState(*store_, base, writer.get());
+    read = copy.read;
+    write_status = copy.write;
     if (read != errors::Compacted() || attempt >= 100) break;
     runtime::SafeRegion io;
     writer->Abort();
@@ -409,6 +392,49 @@ absl::StatusOr<CheckpointStats> Engine::Checkpoint() {
   std::lock_guard<std::mutex> stats_lock(stats_mu_);
   last_checkpoint_ = stats;
   return stats;
+}
+
+absl::StatusOr<CheckpointInfo> Engine::WriteSnapshotImage() {
+  std::unique_lock<std::mutex> lock(snapshot_mu_, std::try_to_lock);
+  if (!lock.owns_lock()) {
+    runtime::SafeRegion waiting;
+    lock.lock();
+  }
+  // The visible revision: nothing a crash could take back goes into a backup. The history window may move
+  // past it before the snapshot read starts ("compacted"): choose again, as Checkpoint does.
+  for (int attempt = 0;; ++attempt) {
+    const int64_t revision = store_->VisibleRevision();
+    const int64_t compact_revision = std::min(store_->CompactRevision(), revision);
+    std::unique_ptr<CheckpointWriter> writer;
+    {
+      runtime::SafeRegion io;
+      absl::StatusOr<std::unique_ptr<CheckpointWriter>> w =
+          CheckpointWriter::Open(fs_, snapshot_dir_, revision, compact_revision, revision);
+      if (!w.ok()) return w.status();
+      writer = std::move(*w);
+    }
+    const StateCopy copy = CopyStoreState(*store_, revision, writer.get());
+    runtime::SafeRegion io;
+    if (copy.read == errors::Compacted() && attempt < 100) {
+      writer->Abort();
+      continue;
+    }
+    if (!copy.ok()) {
+      writer->Abort();
+      return !copy.read.ok() ? copy.read : copy.write;
+    }
+    absl::StatusOr<CheckpointInfo> info = writer->Finish();
+    if (!info.ok()) return info.status();
+    // A name of its own, so the next image (maybe of the same revision) does not replace it mid-stream.
+    const std::string image =
+        JoinPath(snapshot_dir_, absl::StrCat("snapshot-", ++snapshot_images_, ".image"));
+    if (absl::Status s = fs_->Rename(info->path, image); !s.ok()) {
+      (void)fs_->Remove(info->path);
+      return s;
+    }
+    info->path = image;
+    return info;
+  }
 }
 
 CheckpointStats Engine::last_checkpoint() const {
@@ -539,6 +565,105 @@ absl::StatusOr<WalRepairReport> RepairLog(const EngineOptions& options) {
         end);
   }
   return repair;
+}
+
+namespace {
+
+// Copies the first `bytes` bytes of `from` into a new file `to` (fsync'd). Blocks on disk I/O.
+absl::Status CopyPrefix(FileSystem* fs, const std::string& from, const std::string& to, uint64_t bytes) {
+  absl::StatusOr<std::unique_ptr<ReadableFile>> in = fs->OpenReadable(from);
+  if (!in.ok()) return in.status();
+  absl::StatusOr<std::unique_ptr<WritableFile>> out = fs->OpenWritable(to, OpenMode::kTruncate);
+  if (!out.ok()) return out.status();
+  std::string buffer(1 << 20, '\0');
+  for (uint64_t at = 0; at < bytes;) {
+    const size_t want = static_cast<size_t>(std::min<uint64_t>(buffer.size(), bytes - at));
+    absl::StatusOr<size_t> got = (*in)->ReadAt(at, buffer.data(), want);
+    if (!got.ok()) return got.status();
+    if (*got == 0) return absl::DataLossError(absl::StrCat(from, " ends at byte ", at));
+    if (absl::Status s = (*out)->Append(std::string_view(buffer.data(), *got)); !s.ok()) return s;
+    at += *got;
+  }
+  if (absl::Status s = (*out)->Sync(); !s.ok()) return s;
+  return (*out)->Close();
+}
+
+}  // namespace
+
+absl::StatusOr<RecoveryReport> RestoreSnapshot(const std::string& snapshot_path,
+                                               const EngineOptions& options) {
+  namespace stdfs = std::filesystem;
+  FileSystem* fs = options.file_system != nullptr ? options.file_system : DefaultFileSystem();
+  // 1. The file: its checksum, trailer and padding, before anything is created.
+  absl::StatusOr<SnapshotFileInfo> file = VerifySnapshotFile(snapshot_path);
+  if (!file.ok()) return file.status();
+  absl::StatusOr<CheckpointInfo> header = ReadCheckpointHeader(fs, snapshot_path);
+  if (!header.ok()) {
+    return absl::DataLossError(
+        absl::StrCat("snapshot ", snapshot_path, " holds no revkv image: ", header.status().message()));
+  }
+  // 2. A new (or empty) data directory: a restore never mixes with existing data.
+  std::error_code ec;
+  const bool existed = stdfs::exists(options.data_dir, ec);
+  if (existed && !stdfs::is_empty(options.data_dir, ec)) {
+    return absl::FailedPreconditionError(absl::StrCat("data directory ", options.data_dir,
+                                                      " is not empty: restore into a new directory (nothing "
+                                                      "was changed)"));
+  }
+  auto undo = [&] {
+    if (existed) {
+      for (const auto& entry : stdfs::directory_iterator(options.data_dir, ec))
+        stdfs::remove_all(entry.path(), ec);
+    } else {
+      stdfs::remove_all(options.data_dir, ec);
+    }
+  };
+  if (absl::Status s = MakeDirectory(options.data_dir); !s.ok()) return s;
+  if (absl::Status s = MakeDurableDirectories(fs, options.data_dir, {"wal", "checkpoints"}); !s.ok()) {
+    undo();
+    return s;
+  }
+  // 3. The image as the directory's checkpoint: copied, checked whole (CRC, structure, revision), then
+  // renamed into place.
+  const std::string checkpoints = JoinPath(options.data_dir, "checkpoints");
+  const std::string temporary = JoinPath(checkpoints, "restore.partial");
+  const std::string final_path = JoinPath(checkpoints, CheckpointFileName(header->revision));
+  absl::Status s = CopyPrefix(fs, snapshot_path, temporary, file->image_bytes);
+  if (s.ok()) {
+    absl::StatusOr<CheckpointInfo> verified = VerifyCheckpoint(fs, temporary);
+    if (!verified.ok()) {
+      s = absl::DataLossError(
+          absl::StrCat("snapshot ", snapshot_path, ": its image is damaged: ", verified.status().message()));
+    } else if (verified->base_revision != verified->revision) {
+      s = absl::DataLossError(absl::StrCat("snapshot ", snapshot_path, ": its image holds revision ",
+                                           verified->base_revision, " but is named ", verified->revision));
+    }
+  }
+  if (s.ok()) s = fs->Rename(temporary, final_path);
+  if (s.ok()) s = fs->SyncDirectory(checkpoints);
+  // 4. A recovery from it, as the server's: the store checks what it loads.
+  absl::StatusOr<RecoveryReport> report;
+  if (s.ok()) {
+    RecoveryReport recovered;
+    absl::StatusOr<std::unique_ptr<Engine>> engine = Engine::Open(options, &recovered);
+    if (!engine.ok()) {
+      s = engine.status();
+    } else {
+      s = (*engine)->Close();
+      engine->reset();
+    }
+    if (s.ok() && !recovered.checkpoint.loaded.has_value()) {
+      s = absl::DataLossError(
+          absl::StrCat("snapshot ", snapshot_path,
+                       ": the restored store refused its image: ", recovered.checkpoint.ToString()));
+    }
+    if (s.ok()) report = recovered;
+  }
+  if (!s.ok()) {
+    undo();
+    return s;
+  }
+  return report;
 }
 
 }  // namespace revkv::server

@@ -88,6 +88,14 @@ class Engine {
   absl::StatusOr<CheckpointStats> Checkpoint();
   CheckpointStats last_checkpoint() const;
 
+  // A consistent point-in-time image of the store, for Maintenance/Snapshot: a checkpoint of the
+  // visible revision R holding the state at R (key-values, leases, alarms, auth), written from one
+  // snapshot read while writers continue, to a file of its own in <data_dir>/snapshots/ (files left
+  // there by a crash are removed at the next start). Nothing un-durable is in it: R is the visible
+  // revision. The caller streams the file (snapshot_file.h) and removes it. Blocks on disk I/O (in safe
+  // regions); image writes run one at a time, their streams concurrently.
+  absl::StatusOr<CheckpointInfo> WriteSnapshotImage();
+
   // Starts the thread that checkpoints every `checkpoint_interval` revisions (Close stops it). A failed
   // checkpoint is retried after checkpoint_retry_initial, doubling up to checkpoint_retry_max.
   void StartBackgroundCheckpoints();
@@ -115,6 +123,7 @@ class Engine {
   const int lock_fd_;
   const std::string wal_dir_;
   const std::string checkpoint_dir_;
+  const std::string snapshot_dir_;  // Maintenance/Snapshot's images while they are streamed
   std::unique_ptr<Store> store_;
   std::unique_ptr<Wal> wal_;
 
@@ -127,18 +136,41 @@ class Engine {
   bool stopping_ = false;  // guarded by background_mu_
   std::thread background_;
   std::atomic<uint64_t> background_attempts_{0};
-  std::mutex compaction_mu_;  // one compaction record write at a time (Store::Compact serializes too)
+  std::mutex compaction_mu_;      // one compaction record write at a time (Store::Compact serializes too)
+  std::mutex snapshot_mu_;        // one snapshot image written at a time (they share a directory)
+  uint64_t snapshot_images_ = 0;  // guarded by snapshot_mu_: numbers the image files
   bool closed_ = false;
 
   // Chooses its checkpoint with LoadCheckpoint, exactly as recovery does.
   friend absl::StatusOr<WalRepairReport> RepairLog(const EngineOptions& options);
+
+  // The operator's restore of a snapshot (revkv-server --restore-snapshot FILE --data-dir DIR), with no
+  // server running: verifies the file (snapshot_file.h: its size, SHA-256, trailer and padding; then the
+  // image's own CRC and structure as a checkpoint), refuses a data directory that holds anything
+  // (FailedPrecondition: restore into a new one), writes the image as the directory's checkpoint and
+  // recovers from it once (the store checks every entry, lease and state record), so the directory is
+  // one a server starts from. DataLoss naming what is wrong for a damaged or foreign file. On any failure
+  // the directory is left empty (created if it was missing). Returns what the recovery found.
+  absl::StatusOr<RecoveryReport> RestoreSnapshot(const std::string& snapshot_path,
+                                                 const EngineOptions& options);
 };
 
 // The operator's repair of the log in options.data_dir (revkv-server --repair-wal), with no server
 // running: locks the directory, chooses the checkpoint exactly as Open does (loading it into a store,
 // falling back past one it cannot use, setting nothing aside), and runs RepairWal on the log after that
-// checkpoint's base revision, the revision recovery replays from. Changes nothing but the log. Fails with FailedPrecondition if another process holds the directory, or with the
-// checkpoint's or the log's error. Blocks on disk I/O.
+// checkpoint's base revision, the revision recovery replays from. Changes nothing but the log. Fails with
+// FailedPrecondition if another process holds the directory, or with the checkpoint's or the log's error.
+// Blocks on disk I/O.
 absl::StatusOr<WalRepairReport> RepairLog(const EngineOptions& options);
+
+// The operator's restore of a snapshot (revkv-server --restore-snapshot FILE --data-dir DIR), with no
+// server running: verifies the file (snapshot_file.h: its size, SHA-256, trailer and padding; then the
+// image's own CRC and structure as a checkpoint), refuses a data directory that holds anything
+// (FailedPrecondition: restore into a new one), writes the image as the directory's checkpoint and
+// recovers from it once (the store checks every entry, lease and state record), so the directory is
+// one a server starts from. DataLoss naming what is wrong for a damaged or foreign file. On any failure
+// the directory is left empty (created if it was missing). Returns what the recovery found.
+absl::StatusOr<RecoveryReport> RestoreSnapshot(const std::string& snapshot_path,
+                                               const EngineOptions& options);
 
 }  // namespace revkv::server

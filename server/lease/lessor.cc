@@ -13,15 +13,15 @@ Lessor::Lessor(Store* store, LessorOptions options) : store_(store), options_(st
 Lessor::~Lessor() { Stop(); }
 
 absl::StatusOr<WriteResult<etcdserverpb::LeaseGrantResponse>> Lessor::Grant(
-    const etcdserverpb::LeaseGrantRequest& r) {
-  auto result = store_->LeaseGrant(r);
+    const etcdserverpb::LeaseGrantRequest& r, const AuthInfo* who) {
+  auto result = store_->LeaseGrant(r, who);
   if (result.ok()) Track(result->response.id(), result->response.ttl());
   return result;
 }
 
 absl::StatusOr<WriteResult<etcdserverpb::LeaseRevokeResponse>> Lessor::Revoke(
-    const etcdserverpb::LeaseRevokeRequest& r) {
-  auto result = store_->LeaseRevoke(r);
+    const etcdserverpb::LeaseRevokeRequest& r, const AuthInfo* who) {
+  auto result = store_->LeaseRevoke(r, who);
   if (result.ok() || absl::IsNotFound(result.status())) Forget(r.id());
   return result;
 }

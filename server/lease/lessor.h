@@ -60,12 +60,13 @@ class Lessor {
   Lessor& operator=(const Lessor&) = delete;
 
   // ----- the Lease API's writes (registered threads) -----
-  // Store::LeaseGrant, then the deadline now + the granted TTL. The result as Store::LeaseGrant's.
+  // Store::LeaseGrant, then the deadline now + the granted TTL. The result as Store::LeaseGrant's; `who`
+  // as there (the client, checked while auth is enabled; null: the server itself).
   absl::StatusOr<WriteResult<etcdserverpb::LeaseGrantResponse>> Grant(
-      const etcdserverpb::LeaseGrantRequest& r);
+      const etcdserverpb::LeaseGrantRequest& r, const AuthInfo* who = nullptr);
   // Store::LeaseRevoke, then the deadline is dropped. The result as Store::LeaseRevoke's.
   absl::StatusOr<WriteResult<etcdserverpb::LeaseRevokeResponse>> Revoke(
-      const etcdserverpb::LeaseRevokeRequest& r);
+      const etcdserverpb::LeaseRevokeRequest& r, const AuthInfo* who = nullptr);
   // Recovery, before serving: every lease of the store's newest state, with its full granted TTL.
   absl::Status Recover();
 

@@ -9,6 +9,7 @@
 #include "runtime/gc/gc.h"
 #include "runtime/safepoint/safepoint.h"
 #include "runtime/stm/stm.h"
+#include "server/rpc/identity.h"
 #include "server/rpc/status.h"
 
 namespace revkv::server {
@@ -118,6 +119,14 @@ void FillStats(ServerState* state, uint32_t recent_events, ::revkv::v1::GetStats
   for (const runtime::CollectionRecord& r : gc.recent) ToProto(r, out->add_recent());
 }
 
+grpc::Status AdminService::CheckAdmin(const grpc::ServerContext& context) {
+  // The operator's actions need the root role while auth is enabled; the figures (GetStats, the event
+  // stream, ServerInfo) are what /metrics shows anyone and stay open.
+  absl::StatusOr<AuthInfo> who = Identify(context, state_);
+  if (!who.ok()) return ToGrpc(who.status());
+  return ToGrpc(state_->engine->store().VisibleAuth()->CheckAdmin(*who));
+}
+
 grpc::Status AdminService::GetStats(grpc::ServerContext*, const ::revkv::v1::GetStatsRequest* request,
                                     ::revkv::v1::GetStatsResponse* response) {
   FillStats(state_, request->recent_events(), response);
@@ -157,8 +166,9 @@ grpc::Status AdminService::WatchGcEvents(grpc::ServerContext* context,
   return status;
 }
 
-grpc::Status AdminService::Collect(grpc::ServerContext*, const ::revkv::v1::CollectRequest*,
+grpc::Status AdminService::Collect(grpc::ServerContext* context, const ::revkv::v1::CollectRequest*,
                                    ::revkv::v1::CollectResponse* response) {
+  if (grpc::Status s = CheckAdmin(*context); !s.ok()) return s;
   runtime::ThreadRegistration registration("admin");
   runtime::CollectMajor();
   const runtime::GcStatistics gc = runtime::GetGcStatistics(1);
@@ -166,8 +176,9 @@ grpc::Status AdminService::Collect(grpc::ServerContext*, const ::revkv::v1::Coll
   return grpc::Status::OK;
 }
 
-grpc::Status AdminService::Checkpoint(grpc::ServerContext*, const ::revkv::v1::CheckpointRequest*,
+grpc::Status AdminService::Checkpoint(grpc::ServerContext* context, const ::revkv::v1::CheckpointRequest*,
                                       ::revkv::v1::CheckpointResponse* response) {
+  if (grpc::Status s = CheckAdmin(*context); !s.ok()) return s;
   runtime::ThreadRegistration registration("admin");
   absl::StatusOr<CheckpointStats> s = state_->engine->Checkpoint();
   if (!s.ok()) return ToGrpc(s.status());

@@ -27,6 +27,9 @@ class AdminService final : public ::revkv::v1::Admin::Service {
                           ::revkv::v1::ServerInfoResponse* response) override;
 
  private:
+  // OK, or the refusal of a caller without the root role while auth is enabled.
+  grpc::Status CheckAdmin(const grpc::ServerContext& context);
+
   ServerState* state_;
 };
 

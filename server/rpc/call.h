@@ -103,14 +103,20 @@ class UnaryCall final : public CallTag {
 // ----- helpers of the services' handlers -----
 
 // Finishes a write: when its record is durable (on the flusher); a write that changed nothing, when
-// the state it read is durable; at once if there is nothing to wait for.
+// the state it read is durable; at once if there is nothing to wait for. Without `with_header` the
+// response goes out with no header (etcd's Alarm answers none).
 template <class Call, class Response>
-void FinishWrite(Call* call, ServerState* state, absl::StatusOr<WriteResult<Response>> result) {
+void FinishWrite(Call* call, ServerState* state, absl::StatusOr<WriteResult<Response>> result,
+                 bool with_header = true) {
   if (!result.ok()) {
     call->Finish(Response(), ToGrpc(result.status()));
     return;
   }
-  state->FillHeader(result->response.mutable_header());
+  if (with_header) {
+    state->FillHeader(result->response.mutable_header());
+  } else {
+    result->response.clear_header();
+  }
   if (result->wait_lsn == 0) {
     call->Finish(result->response, grpc::Status::OK);
     return;

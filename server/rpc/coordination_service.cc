@@ -7,6 +7,7 @@
 #include <utility>
 
 #include "absl/base/thread_annotations.h"
+#include "server/rpc/identity.h"
 #include "server/rpc/status.h"
 
 namespace revkv::server {
@@ -140,6 +141,11 @@ class ObserveReactor final : public grpc::ServerWriteReactor<v3electionpb::Leade
     if (!writing_) Finish(end_status_);
   }
 
+  // Ends the stream before it starts, with `s` as etcd would answer it (a refused caller).
+ public:
+  void Refuse(absl::Status s) { OnEnd(std::move(s)); }
+
+ private:
   ServerState* const state_;
   std::mutex mu_;
   std::deque<v3electionpb::LeaderResponse> queue_ ABSL_GUARDED_BY(mu_);  // front: in flight if writing_
@@ -150,59 +156,115 @@ class ObserveReactor final : public grpc::ServerWriteReactor<v3electionpb::Leade
   std::shared_ptr<CoordinationOperation> operation_ ABSL_GUARDED_BY(mu_);
 };
 
+// The recipes' reads and writes, checked for the caller as etcd's services check them: they are etcd's
+// clients, sending the caller's token. Lock and Campaign read and write under "<name>/", Leader and Observe
+// read it, Unlock and Resign delete (and compare) one key, Proclaim compares and puts one. Checked once,
+// when the call starts, against the visible auth state. OK or the refusal.
+absl::Status Permitted(grpc::CallbackServerContext* context, ServerState* state, const std::string& key,
+                       bool prefix, bool write) {
+  absl::StatusOr<AuthInfo> who = Identify(*context, state);
+  if (!who.ok()) return who.status();
+  const std::shared_ptr<const store::AuthView> view = state->engine->store().VisibleAuth();
+  std::string begin = key;
+  std::string end;
+  if (prefix) {
+    begin += "/";
+    end = begin;
+    while (!end.empty() && static_cast<unsigned char>(end.back()) == 0xff) end.pop_back();
+    if (end.empty()) {
+      end = std::string(1, '\0');
+    } else {
+      end.back() = static_cast<char>(end.back() + 1);
+    }
+  }
+  if (absl::Status s = view->CheckRange(*who, begin, end, /*write=*/false); !s.ok()) return s;
+  if (write) return view->CheckRange(*who, begin, end, /*write=*/true);
+  return absl::OkStatus();
+}
+
 }  // namespace
 
-grpc::ServerUnaryReactor* LockService::Lock(grpc::CallbackServerContext* /*context*/,
+grpc::ServerUnaryReactor* LockService::Lock(grpc::CallbackServerContext* context,
                                             const v3lockpb::LockRequest* request,
                                             v3lockpb::LockResponse* response) {
   auto* reactor = new CoordinationReactor<v3lockpb::LockResponse>(state_, response, "Lock");
+  if (absl::Status refused = Permitted(context, state_, request->name(), true, true); !refused.ok()) {
+    reactor->Callback()(refused);
+    return reactor;
+  }
   reactor->Attach(coordinator_->Lock(*request, reactor->Callback()));
   return reactor;
 }
 
-grpc::ServerUnaryReactor* LockService::Unlock(grpc::CallbackServerContext* /*context*/,
+grpc::ServerUnaryReactor* LockService::Unlock(grpc::CallbackServerContext* context,
                                               const v3lockpb::UnlockRequest* request,
                                               v3lockpb::UnlockResponse* response) {
   auto* reactor = new CoordinationReactor<v3lockpb::UnlockResponse>(state_, response, "Unlock");
+  if (absl::Status refused = Permitted(context, state_, request->key(), false, true); !refused.ok()) {
+    reactor->Callback()(refused);
+    return reactor;
+  }
   coordinator_->Unlock(*request, reactor->Callback());
   return reactor;
 }
 
-grpc::ServerUnaryReactor* ElectionService::Campaign(grpc::CallbackServerContext* /*context*/,
+grpc::ServerUnaryReactor* ElectionService::Campaign(grpc::CallbackServerContext* context,
                                                     const v3electionpb::CampaignRequest* request,
                                                     v3electionpb::CampaignResponse* response) {
   auto* reactor = new CoordinationReactor<v3electionpb::CampaignResponse>(state_, response, "Campaign");
+  if (absl::Status refused = Permitted(context, state_, request->name(), true, true); !refused.ok()) {
+    reactor->Callback()(refused);
+    return reactor;
+  }
   reactor->Attach(coordinator_->Campaign(*request, reactor->Callback()));
   return reactor;
 }
 
-grpc::ServerUnaryReactor* ElectionService::Proclaim(grpc::CallbackServerContext* /*context*/,
+grpc::ServerUnaryReactor* ElectionService::Proclaim(grpc::CallbackServerContext* context,
                                                     const v3electionpb::ProclaimRequest* request,
                                                     v3electionpb::ProclaimResponse* response) {
   auto* reactor = new CoordinationReactor<v3electionpb::ProclaimResponse>(state_, response, "Proclaim");
+  if (absl::Status refused = Permitted(context, state_, request->leader().key(), false, true);
+      !refused.ok()) {
+    reactor->Callback()(refused);
+    return reactor;
+  }
   coordinator_->Proclaim(*request, reactor->Callback());
   return reactor;
 }
 
-grpc::ServerUnaryReactor* ElectionService::Leader(grpc::CallbackServerContext* /*context*/,
+grpc::ServerUnaryReactor* ElectionService::Leader(grpc::CallbackServerContext* context,
                                                   const v3electionpb::LeaderRequest* request,
                                                   v3electionpb::LeaderResponse* response) {
   auto* reactor = new CoordinationReactor<v3electionpb::LeaderResponse>(state_, response, "Leader");
+  if (absl::Status refused = Permitted(context, state_, request->name(), true, false); !refused.ok()) {
+    reactor->Callback()(refused);
+    return reactor;
+  }
   coordinator_->Leader(*request, reactor->Callback());
   return reactor;
 }
 
 grpc::ServerWriteReactor<v3electionpb::LeaderResponse>* ElectionService::Observe(
-    grpc::CallbackServerContext* /*context*/, const v3electionpb::LeaderRequest* request) {
+    grpc::CallbackServerContext* context, const v3electionpb::LeaderRequest* request) {
   auto* reactor = new ObserveReactor(state_);
+  if (absl::Status refused = Permitted(context, state_, request->name(), true, false); !refused.ok()) {
+    reactor->Refuse(refused);
+    return reactor;
+  }
   reactor->Start(coordinator_, *request);
   return reactor;
 }
 
-grpc::ServerUnaryReactor* ElectionService::Resign(grpc::CallbackServerContext* /*context*/,
+grpc::ServerUnaryReactor* ElectionService::Resign(grpc::CallbackServerContext* context,
                                                   const v3electionpb::ResignRequest* request,
                                                   v3electionpb::ResignResponse* response) {
   auto* reactor = new CoordinationReactor<v3electionpb::ResignResponse>(state_, response, "Resign");
+  if (absl::Status refused = Permitted(context, state_, request->leader().key(), false, true);
+      !refused.ok()) {
+    reactor->Callback()(refused);
+    return reactor;
+  }
   coordinator_->Resign(*request, reactor->Callback());
   return reactor;
 }

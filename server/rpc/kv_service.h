@@ -6,17 +6,18 @@
 #include <grpcpp/grpcpp.h>
 
 #include "etcdserverpb/rpc.grpc.pb.h"
+#include "server/rpc/maintenance_service.h"
 #include "server/rpc/server_state.h"
 
 namespace revkv::server {
 
-// Methods revkv serves are asynchronous (on the workers); the others keep gRPC's synchronous default,
-// which answers UNIMPLEMENTED.
-using MaintenanceService = etcdserverpb::Maintenance::WithAsyncMethod_Alarm<
-    etcdserverpb::Maintenance::WithAsyncMethod_Status<etcdserverpb::Maintenance::Service>>;
+// Methods revkv serves asynchronously run on the workers; Cluster's others keep gRPC's synchronous
+// default, which answers UNIMPLEMENTED. Maintenance's long-running methods are synchronous
+// (maintenance_service.h).
 using ClusterService = etcdserverpb::Cluster::WithAsyncMethod_MemberList<etcdserverpb::Cluster::Service>;
 
 struct EtcdServices {
+  explicit EtcdServices(ServerState* state) : maintenance(state) {}
   etcdserverpb::KV::AsyncService kv;
   MaintenanceService maintenance;
   ClusterService cluster;

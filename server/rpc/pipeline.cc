@@ -11,6 +11,7 @@
 #include <mutex>
 
 #include "server/rpc/call.h"
+#include "server/rpc/identity.h"
 #include "server/rpc/status.h"
 
 namespace revkv::server {
@@ -85,8 +86,11 @@ class PipelineCall final {
     const auto start = std::chrono::steady_clock::now();
     // kNewest: a read sees every earlier request of the stream, durable or not; its answer waits for the
     // log like a write's (and goes out after the earlier answers anyway).
+    // Each request is checked for the stream's caller as it is then (its token may have expired).
+    absl::StatusOr<AuthInfo> who = Identify(context_, state_);
     absl::StatusOr<WriteResult<etcdserverpb::TxnResponse>> result =
-        state_->engine->store().Txn(request_, TxnReads::kNewest);
+        who.ok() ? state_->engine->store().Txn(request_, TxnReads::kNewest, &*who)
+                 : absl::StatusOr<WriteResult<etcdserverpb::TxnResponse>>(who.status());
     state_->ForMethod("Pipeline").Record(start, result.ok());
     lock.lock();
     if (!result.ok()) {

@@ -13,6 +13,7 @@
 #include "absl/strings/str_cat.h"
 #include "revkv/v1/kv.pb.h"
 #include "runtime/safepoint/safepoint.h"
+#include "server/auth/simple_token.h"
 #include "server/lease/lessor.h"
 #include "server/rpc/call.h"
 #include "server/rpc/pipeline.h"
@@ -68,8 +69,10 @@ absl::StatusOr<std::shared_ptr<grpc::ServerCredentials>> Credentials(const TlsCo
 
 RpcServer::RpcServer(ServerState* state)
     : state_(state),
+      etcd_(state),
       pipeline_(std::make_unique<::revkv::v1::KV::AsyncService>()),
       admin_(std::make_unique<AdminService>(state)),
+      auth_(std::make_unique<AuthService>(state)),
       lease_(std::make_unique<LeaseService>(state)) {}
 
 RpcServer::~RpcServer() { Shutdown(std::chrono::milliseconds(0)); }
@@ -97,6 +100,15 @@ absl::Status RpcServer::Start() {
   watch_ = std::make_unique<WatchService>(state_);
   builder.RegisterService(watch_.get());
   state_->watch_hub.store(&watch_->hub(), std::memory_order_release);
+  // Each new auth state, once visible: tokens it invalidates go, open watchers are checked again.
+  state_->engine->store().SetAuthListener(
+      [tokens = state_->tokens, watch = watch_.get()](const std::shared_ptr<const store::AuthView>&,
+                                                      const std::vector<std::string>& invalidated) {
+        if (tokens != nullptr) {
+          for (const std::string& user : invalidated) tokens->InvalidateUser(user);
+        }
+        watch->AuthChanged();
+      });
   coordination_executor_ = std::make_unique<RuntimeExecutor>("coordination");
   coordination_events_ = std::make_unique<HubEventSource>(&watch_->hub(), coordination_executor_.get());
   Lessor* lessor = state_->lessor;
@@ -109,6 +121,7 @@ absl::Status RpcServer::Start() {
   builder.RegisterService(election_.get());
   builder.RegisterService(pipeline_.get());
   builder.RegisterService(admin_.get());
+  builder.RegisterService(auth_.get());   // synchronous: bcrypt must not hold a worker
   builder.RegisterService(lease_.get());  // async unary methods and a callback keep-alive stream
   for (int i = 0; i < config.workers; ++i) queues_.push_back(builder.AddCompletionQueue());
   server_ = builder.BuildAndStart();
@@ -166,7 +179,8 @@ void RpcServer::Shutdown(std::chrono::milliseconds grace) {
   // Every Lock and Election call has ended (their cancellations ran on the coordination thread).
   if (coordination_executor_ != nullptr) coordination_executor_->Stop();
   state_->watch_hub.store(nullptr, std::memory_order_release);
-  if (watch_ != nullptr) watch_->Stop();  // every stream has ended (Shutdown waits for them)
+  state_->engine->store().SetAuthListener(nullptr);  // before the watch service it calls goes
+  if (watch_ != nullptr) watch_->Stop();             // every stream has ended (Shutdown waits for them)
 }
 
 }  // namespace revkv::server

@@ -17,6 +17,7 @@
 #include "server/coord/hub_event_source.h"
 #include "server/coord/runtime_executor.h"
 #include "server/rpc/admin_service.h"
+#include "server/rpc/auth_service.h"
 #include "server/rpc/call.h"
 #include "server/rpc/coordination_service.h"
 #include "server/rpc/kv_service.h"
@@ -54,6 +55,7 @@ class RpcServer {
   EtcdServices etcd_;
   std::unique_ptr<::revkv::v1::KV::AsyncService> pipeline_;
   std::unique_ptr<AdminService> admin_;
+  std::unique_ptr<AuthService> auth_;
   std::unique_ptr<WatchService> watch_;  // on gRPC's callback API, beside the completion-queue services
   // Lock and Election (callback API): the recipes' store calls run on the coordination thread.
   std::unique_ptr<RuntimeExecutor> coordination_executor_;

@@ -17,6 +17,10 @@ namespace revkv::server::watch {
 class WatchHub;
 }  // namespace revkv::server::watch
 
+namespace revkv::server::auth {
+class SimpleTokens;
+}  // namespace revkv::server::auth
+
 namespace revkv::server {
 
 // The version string revkv reports (Maintenance/Status, ServerInfo, --version). etcd clients parse the
@@ -35,7 +39,8 @@ class Lessor;
 
 struct ServerState {
   Engine* engine = nullptr;
-  Lessor* lessor = nullptr;  // lease deadlines and expiry (server/lease)
+  Lessor* lessor = nullptr;              // lease deadlines and expiry (server/lease)
+  auth::SimpleTokens* tokens = nullptr;  // the Auth service's simple tokens (server/auth); thread-safe
   const ServerConfig* config = nullptr;
   MetricsRegistry* metrics = nullptr;
   uint64_t start_unix_nanos = 0;

@@ -3,6 +3,9 @@
 
 #include <mutex>
 
+#include "server/rpc/identity.h"
+#include "server/store/errors.h"
+
 namespace revkv::server {
 
 namespace {
@@ -15,18 +18,52 @@ using etcdserverpb::WatchResponse;
 // the server shuts down) or a write fails, and only while no write is in flight; OnDone deletes it.
 // Thread-safety: thread-safe (gRPC runs its reactions on its threads; the hub calls TryWrite, through
 // the stream's on_ready, from the dispatcher or a request's thread).
-class WatchReactor final : public grpc::ServerBidiReactor<WatchRequest, WatchResponse> {
+// etcd's cancel reason for a refused watch: the text of the gRPC error (etcd puts err.Error() there).
+std::string CancelReason(const absl::Status& refusal) {
+  if (refusal == errors::InvalidAuthToken())
+    return "rpc error: code = Unauthenticated desc = etcdserver: invalid auth token";
+  if (refusal == errors::UserEmpty())
+    return "rpc error: code = InvalidArgument desc = etcdserver: user name is empty";
+  return "rpc error: code = PermissionDenied desc = etcdserver: permission denied";
+}
+
+class WatchReactor final : public grpc::ServerBidiReactor<WatchRequest, WatchResponse>,
+                           public WatchService::Checked {
  public:
-  WatchReactor(ServerState* state, watch::WatchHub* hub) : state_(state), hub_(hub) {
+  WatchReactor(ServerState* state, WatchService* service, grpc::CallbackServerContext* context)
+      : state_(state),
+        service_(service),
+        hub_(&service->hub()),
+        credentials_(CredentialsOf(*context, state)) {
     stream_ = hub_->OpenStream([this] { TryWrite(); });
+    service_->Register(this);
     StartRead(&request_);
+  }
+
+  // Checks every open watcher of the stream against the visible auth state (after an auth change).
+  void Revalidate() override {
+    const std::shared_ptr<const store::AuthView> view = state_->engine->store().VisibleAuth();
+    if (!view->enabled()) return;  // nothing is protected: every open watcher stays
+    const absl::StatusOr<AuthInfo> who = Identify(credentials_, state_);
+    hub_->CancelRefused(
+        stream_.get(),
+        [&](const std::string& key, const std::string& range_end) -> std::optional<std::string> {
+          if (!who.ok()) return CancelReason(who.status());
+          absl::Status s = view->CheckRange(*who, key, range_end, /*write=*/false);
+          if (s.ok()) return std::nullopt;
+          return CancelReason(s);
+        });
   }
 
   void OnReadDone(bool ok) override {
     if (!ok) return;  // the client closed its side (or the call ended): keep sending, as etcd does
     switch (request_.request_union_case()) {
       case WatchRequest::kCreateRequest:
-        hub_->Create(stream_.get(), request_.create_request());
+        if (absl::Status refused = Permitted(request_.create_request()); !refused.ok()) {
+          hub_->Refuse(stream_.get(), CancelReason(refused));
+        } else {
+          hub_->Create(stream_.get(), request_.create_request());
+        }
         break;
       case WatchRequest::kCancelRequest:
         hub_->Cancel(stream_.get(), request_.cancel_request().watch_id());
@@ -81,11 +118,22 @@ class WatchReactor final : public grpc::ServerBidiReactor<WatchRequest, WatchRes
   }
 
   void OnDone() override {
+    service_->Unregister(this);        // no Revalidate after this
     hub_->CloseStream(stream_.get());  // no TryWrite after this
     delete this;
   }
 
  private:
+  // etcd's isWatchPermitted: read permission on the watched range for the stream's caller (its token as it
+  // is now). etcd normalizes the range first (an empty key is "\0") and then checks a from-key watch as
+  // the key alone; revkv checks the whole range [key, end of the key space) (docs/server.md).
+  absl::Status Permitted(const etcdserverpb::WatchCreateRequest& r) {
+    absl::StatusOr<AuthInfo> who = Identify(credentials_, state_);
+    if (!who.ok()) return who.status();
+    const std::string key = r.key().empty() ? std::string(1, '\0') : r.key();
+    return state_->engine->store().VisibleAuth()->CheckRange(*who, key, r.range_end(), /*write=*/false);
+  }
+
   static constexpr size_t kMaxQueuedBeforeReading = 256;
 
   // Starts writing the next queued response unless a write is in flight or the call is ending.
@@ -112,7 +160,9 @@ class WatchReactor final : public grpc::ServerBidiReactor<WatchRequest, WatchRes
   void FinishCanceled() { Finish(grpc::Status(grpc::StatusCode::CANCELLED, "etcdserver: watch canceled")); }
 
   ServerState* state_;
+  WatchService* service_;
   watch::WatchHub* hub_;
+  const Credentials credentials_;  // what the stream's call presented (token or certificate name)
   std::shared_ptr<watch::WatchStream> stream_;
   WatchRequest request_;  // owned by the read in flight
   WatchResponse out_;     // owned by the write in flight
@@ -141,15 +191,57 @@ WatchService::WatchService(ServerState* state) : state_(state) {
       std::chrono::milliseconds(absl::ToInt64Milliseconds(state->config->watch_progress_notify_interval));
   hub_ = std::make_unique<watch::WatchHub>(std::move(source), options);
   hub_->Start();
+  revalidator_ = std::thread([this] { RevalidationLoop(); });
 }
 
 WatchService::~WatchService() { Stop(); }
 
-void WatchService::Stop() { hub_->Stop(); }
+void WatchService::Stop() {
+  {
+    std::lock_guard<std::mutex> lock(revalidate_mu_);
+    stopping_ = true;
+  }
+  revalidate_cv_.notify_all();
+  if (revalidator_.joinable()) revalidator_.join();
+  hub_->Stop();
+}
+
+void WatchService::AuthChanged() {
+  {
+    std::lock_guard<std::mutex> lock(revalidate_mu_);
+    revalidate_ = true;
+  }
+  revalidate_cv_.notify_one();
+}
+
+void WatchService::Register(Checked* stream) {
+  std::lock_guard<std::mutex> lock(streams_mu_);
+  streams_.insert(stream);
+}
+
+void WatchService::Unregister(Checked* stream) {
+  std::lock_guard<std::mutex> lock(streams_mu_);
+  streams_.erase(stream);
+}
+
+void WatchService::RevalidationLoop() {
+  // Not registered with the runtime: revalidation reads the visible auth state and the token table
+  // (plain memory) and calls into the hub, never the heap.
+  for (;;) {
+    {
+      std::unique_lock<std::mutex> lock(revalidate_mu_);
+      revalidate_cv_.wait(lock, [this] { return revalidate_ || stopping_; });
+      if (stopping_) return;
+      revalidate_ = false;
+    }
+    std::lock_guard<std::mutex> lock(streams_mu_);
+    for (Checked* stream : streams_) stream->Revalidate();
+  }
+}
 
 grpc::ServerBidiReactor<WatchRequest, WatchResponse>* WatchService::Watch(
-    grpc::CallbackServerContext* /*context*/) {
-  return new WatchReactor(state_, hub_.get());
+    grpc::CallbackServerContext* context) {
+  return new WatchReactor(state_, this, context);
 }
 
 }  // namespace revkv::server

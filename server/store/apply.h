@@ -19,8 +19,11 @@
 
 #include "absl/status/status.h"
 #include "etcdserverpb/rpc.pb.h"
+#include "revkv/v1/store.pb.h"
+#include "server/store/auth_state.h"
 #include "server/store/errors.h"
 #include "server/store/lease_table.h"
+#include "server/store/meta_state.h"
 #include "server/store/tree.h"
 
 namespace revkv::server::store {
@@ -344,6 +347,74 @@ class Applier {
     return absl::OkStatus();
   }
 
+  // ----- alarms (meta_state.h) -----
+
+  // etcd's alarm store (etcdserver/api/v3alarm) as applied: ACTIVATE adds the (member, type) pair and
+  // answers it (the existing one if it was active: nothing changes); DEACTIVATE removes it and answers
+  // it (nothing, and no change, if it was not active). GET is a read (Store::Alarm).
+  absl::Status Alarm(const etcdserverpb::AlarmRequest& r, etcdserverpb::AlarmResponse* out) {
+    static_assert(std::is_same_v<TxT, runtime::stm::Tx>);
+    ReadPtr<MetaState> meta = ReadMeta(tx_, root_);
+    std::vector<etcdserverpb::AlarmMember> alarms = ReadAlarms(tx_, meta);
+    etcdserverpb::AlarmMember m;
+    m.set_memberid(r.memberid());
+    m.set_alarm(r.alarm());
+    auto at = std::find_if(alarms.begin(), alarms.end(), [&](const etcdserverpb::AlarmMember& a) {
+      return a.memberid() == m.memberid() && a.alarm() == m.alarm();
+    });
+    switch (r.action()) {
+      case etcdserverpb::AlarmRequest::ACTIVATE:
+        if (at != alarms.end()) {
+          *out->add_alarms() = *at;
+          break;
+        }
+        alarms.insert(
+            std::upper_bound(alarms.begin(), alarms.end(), m,
+                             [](const etcdserverpb::AlarmMember& a, const etcdserverpb::AlarmMember& b) {
+                               return std::make_pair(static_cast<int>(a.alarm()), a.memberid()) <
+                                      std::make_pair(static_cast<int>(b.alarm()), b.memberid());
+                             }),
+            m);
+        WriteAlarms(tx_, meta, alarms);
+        changed_ = true;
+        *out->add_alarms() = m;
+        break;
+      case etcdserverpb::AlarmRequest::DEACTIVATE:
+        if (at == alarms.end()) break;
+        alarms.erase(at);
+        WriteAlarms(tx_, meta, alarms);
+        changed_ = true;
+        *out->add_alarms() = m;
+        break;
+      default:
+        return absl::InvalidArgumentError("revkv: an alarm GET is not a write");
+    }
+    out->mutable_header()->set_revision(NowRevision());
+    return absl::OkStatus();
+  }
+
+  // ----- auth (auth_state.h) -----
+
+  // An auth change as etcd's auth store applies it; writes the MetaState only if the state changed.
+  absl::Status AuthChange(const revkv::v1::AuthChange& r, revkv::v1::AuthChangeResponse* out) {
+    static_assert(std::is_same_v<TxT, runtime::stm::Tx>);
+    ReadPtr<MetaState> meta = ReadMeta(tx_, root_);
+    const std::string_view bytes = KeyAt(tx_, meta->auth);
+    revkv::v1::AuthState state = InitialAuthState();
+    if (!bytes.empty() && !state.ParseFromArray(bytes.data(), static_cast<int>(bytes.size()))) {
+      return absl::DataLossError("the auth state does not decode");
+    }
+    bool changed = false;
+    std::vector<std::string> invalidated;
+    if (absl::Status s = ApplyAuthChange(r, &state, &changed, &invalidated); !s.ok()) return s;
+    if (changed) {
+      WriteAuth(tx_, meta, EncodeAuthState(state), static_cast<int64_t>(state.revision()), state.enabled());
+      changed_ = true;
+    }
+    out->mutable_header()->set_revision(NowRevision());
+    return absl::OkStatus();
+  }
+
   // ----- Txn -----
 
   // The branch taken at every level, in etcd's order (compareToPath), on the current state.
@@ -515,5 +586,7 @@ void PatchRevisions(etcdserverpb::TxnResponse* r, int64_t pending, int64_t curre
 void PatchEvents(std::vector<KeyEvent>* events, int64_t pending);
 void PatchRevisions(etcdserverpb::LeaseGrantResponse* r, int64_t pending, int64_t current);
 void PatchRevisions(etcdserverpb::LeaseRevokeResponse* r, int64_t pending, int64_t current);
+void PatchRevisions(etcdserverpb::AlarmResponse* r, int64_t pending, int64_t current);
+void PatchRevisions(revkv::v1::AuthChangeResponse* r, int64_t pending, int64_t current);
 
 }  // namespace revkv::server::store

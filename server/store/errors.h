@@ -38,6 +38,54 @@ inline absl::Status LeaseTtlTooLarge() { return absl::OutOfRangeError("etcdserve
 inline absl::Status NoSpace() {
   return absl::ResourceExhaustedError("etcdserver: mvcc: database space exceeded");
 }
+inline absl::Status Corrupt() { return absl::DataLossError("etcdserver: corrupt cluster"); }
+
+// Auth (etcd's rpctypes.ErrGRPC* for auth/store.go's errors).
+inline absl::Status RootUserNotExist() {
+  return absl::FailedPreconditionError("etcdserver: root user does not exist");
+}
+inline absl::Status RootRoleNotExist() {
+  return absl::FailedPreconditionError("etcdserver: root user does not have root role");
+}
+inline absl::Status UserAlreadyExists() {
+  return absl::FailedPreconditionError("etcdserver: user name already exists");
+}
+inline absl::Status UserEmpty() { return absl::InvalidArgumentError("etcdserver: user name is empty"); }
+inline absl::Status UserNotFound() {
+  return absl::FailedPreconditionError("etcdserver: user name not found");
+}
+inline absl::Status RoleAlreadyExists() {
+  return absl::FailedPreconditionError("etcdserver: role name already exists");
+}
+inline absl::Status RoleNotFound() {
+  return absl::FailedPreconditionError("etcdserver: role name not found");
+}
+inline absl::Status RoleEmpty() { return absl::InvalidArgumentError("etcdserver: role name is empty"); }
+inline absl::Status AuthFailed() {
+  return absl::InvalidArgumentError("etcdserver: authentication failed, invalid user ID or password");
+}
+inline absl::Status PermissionDenied() {
+  return absl::PermissionDeniedError("etcdserver: permission denied");
+}
+inline absl::Status RoleNotGranted() {
+  return absl::FailedPreconditionError("etcdserver: role is not granted to the user");
+}
+inline absl::Status PermissionNotGranted() {
+  return absl::FailedPreconditionError("etcdserver: permission is not granted to the role");
+}
+inline absl::Status AuthNotEnabled() {
+  return absl::FailedPreconditionError("etcdserver: authentication is not enabled");
+}
+inline absl::Status InvalidAuthToken() {
+  return absl::UnauthenticatedError("etcdserver: invalid auth token");
+}
+inline absl::Status InvalidAuthManagement() {
+  return absl::InvalidArgumentError("etcdserver: invalid auth management");
+}
+// etcd maps this one to no gRPC error of its own: a client sees codes.Unknown with the auth store's text.
+inline absl::Status NoPasswordUser() {
+  return absl::UnknownError("auth: authentication failed, password was given for no password user");
+}
 
 // True if a log or disk status says the disk is full (ENOSPC), or the quota is (EDQUOT).
 inline bool IsNoSpace(const absl::Status& s) {

@@ -3,6 +3,7 @@
 
 #include <cstdio>
 #include <cstdlib>
+#include <cstring>
 #include <limits>
 #include <optional>
 #include <random>
@@ -11,10 +12,15 @@
 #include "runtime/safepoint/safepoint.h"
 #include "runtime/stm/stm.h"
 #include "server/store/apply.h"
+#include "server/store/auth_checks.h"
 #include "server/store/errors.h"
 #include "server/store/lease_table.h"
+#include "server/store/meta_state.h"
+#include "server/store/quota.h"
 #include "server/store/request_checks.h"
 #include "server/store/tree.h"
+#include "server/wal/crc32c.h"
+#include "spdlog/spdlog.h"
 
 namespace revkv::server {
 
@@ -35,6 +41,8 @@ constexpr char kRecordDeleteRange = 'D';
 constexpr char kRecordTxn = 'T';
 constexpr char kRecordLeaseGrant = 'G';   // a LeaseGrantRequest with the ID and TTL as granted
 constexpr char kRecordLeaseRevoke = 'R';  // a LeaseRevokeRequest (by a client or by expiry)
+constexpr char kRecordAlarm = 'A';        // an AlarmRequest (ACTIVATE or DEACTIVATE) that changed the alarms
+constexpr char kRecordAuth = 'U';         // a revkv.v1.AuthChange (passwords as their bcrypt hashes)
 
 std::atomic<bool> g_store_exists{false};
 
@@ -68,7 +76,27 @@ absl::Status Apply(Applier<Tx>& a, const etcdserverpb::LeaseRevokeRequest& r,
                    etcdserverpb::LeaseRevokeResponse* out) {
   return a.LeaseRevoke(r, out);
 }
+absl::Status Apply(Applier<Tx>& a, const etcdserverpb::AlarmRequest& r, etcdserverpb::AlarmResponse* out) {
+  return a.Alarm(r, out);
+}
+absl::Status Apply(Applier<Tx>& a, const revkv::v1::AuthChange& r, revkv::v1::AuthChangeResponse* out) {
+  return a.AuthChange(r, out);
+}
 
+// The users whose tokens a successful auth change invalidates (etcd's tokenProvider.invalidateUser and
+// disable), "" for all (no user has an empty name).
+std::vector<std::string> InvalidatedBy(const revkv::v1::AuthChange& change) {
+  switch (change.request_case()) {
+    case revkv::v1::AuthChange::kUserDelete:
+      return {change.user_delete().name()};
+    case revkv::v1::AuthChange::kUserChangePassword:
+      return {change.user_change_password().name()};
+    case revkv::v1::AuthChange::kDisable:
+      return {""};
+    default:
+      return {};
+  }
+}
 }  // namespace
 
 // ----- responses ----------------------------------------------------------------------------------------
@@ -114,6 +142,12 @@ void PatchRevisions(etcdserverpb::LeaseGrantResponse* r, int64_t pending, int64_
   PatchHeader(r->mutable_header(), pending, current);
 }
 void PatchRevisions(etcdserverpb::LeaseRevokeResponse* r, int64_t pending, int64_t current) {
+  PatchHeader(r->mutable_header(), pending, current);
+}
+void PatchRevisions(etcdserverpb::AlarmResponse* r, int64_t pending, int64_t current) {
+  PatchHeader(r->mutable_header(), pending, current);
+}
+void PatchRevisions(revkv::v1::AuthChangeResponse* r, int64_t pending, int64_t current) {
   PatchHeader(r->mutable_header(), pending, current);
 }
 void PatchRevisions(etcdserverpb::RangeResponse* r, int64_t pending, int64_t current) {
@@ -171,12 +205,14 @@ absl::StatusOr<std::unique_ptr<Store>> Store::Create(const StoreOptions& options
   absl::Status created = runtime::stm::Atomically([&](Tx& tx) {
     auto root = store::NewTree(tx);
     store::NewLeaseTrees(tx, root);
+    store::NewMetaState(tx, root);
     tx.PublishAtCommit(s->root_, Ref<store::StoreRoot>(root));
   });
   if (!created.ok()) return created;
   s->next_lease_id_.store(std::random_device{}() | (uint64_t{std::random_device{}()} << 32),
                           std::memory_order_relaxed);
   s->time_base_ = runtime::stm::LastCommittedTime();
+  s->visible_auth_ = store::AuthView::Of(store::InitialAuthState());
   // Revision 1 is the empty store: its (empty) events are known, so a watch may start at it.
   s->event_log_ = std::make_unique<watch::EventLog>(0);
   s->event_log_->Publish(1, {});
@@ -264,7 +300,16 @@ void Store::UpdateRetention() {
   if (event_log_ != nullptr) event_log_->Trim(keep_from);
 }
 
-absl::StatusOr<etcdserverpb::RangeResponse> Store::Range(const etcdserverpb::RangeRequest& request) {
+absl::StatusOr<etcdserverpb::RangeResponse> Store::Range(const etcdserverpb::RangeRequest& request,
+                                                         const AuthInfo* who) {
+  // A read is checked against the visible auth state, whatever revision it reads (etcd checks the
+  // current permissions too).
+  if (who != nullptr && auth_enabled_.load(std::memory_order_acquire)) {
+    if (absl::Status s = VisibleAuth()->CheckRange(*who, request.key(), request.range_end(), false);
+        !s.ok()) {
+      return s;
+    }
+  }
   return RangeAt(request, /*capped=*/true);
 }
 
@@ -305,7 +350,8 @@ absl::StatusOr<etcdserverpb::RangeResponse> Store::RangeAt(const etcdserverpb::R
 
 template <class Request, class Response>
 absl::StatusOr<WriteResult<Response>> Store::Write(const Request& request, char kind, int64_t replay_revision,
-                                                   const store::PastRanges* past_ranges) {
+                                                   const store::PastRanges* past_ranges,
+                                                   const AuthInfo* who) {
   const bool replaying = replay_revision != 0;
   std::string payload;
   std::optional<WalReservation> reservation;
@@ -338,6 +384,22 @@ absl::StatusOr<WriteResult<Response>> Store::Write(const Request& request, char 
 #ifndef REVKV_MUTATION_WATCH_KEEP_ABORTED_EVENTS  // mutation switch: retried attempts' events stay
     events.clear();                               // an aborted attempt's events never happened
 #endif
+    // Every write reads the alarms and the auth state first: a change of either that commits meanwhile
+    // makes this attempt retry and meet it. A replayed record was admitted when it was first applied.
+    if (!replaying) {
+      ReadPtr<store::MetaState> meta = store::ReadMeta(tx, RootRef());
+      if constexpr (!store::kIgnoresAlarms<Request>) {
+        if (absl::Status st = store::AdmitUnderAlarms(meta->alarm_mask, store::QuotaCost(request));
+            !st.ok()) {
+          tx.Fail(st);
+        }
+      }
+      if (who != nullptr && meta->auth_enabled != 0) {
+        absl::StatusOr<std::shared_ptr<const store::AuthView>> view = AuthViewOf(tx, meta);
+        if (!view.ok()) tx.Fail(view.status());
+        if (absl::Status st = store::CheckAuth(tx, RootRef(), **view, *who, request); !st.ok()) tx.Fail(st);
+      }
+    }
     Applier<Tx> a(tx, RootRef(), clock);
     a.set_past_ranges(replaying ? &replay_ranges : past_ranges);
     a.set_event_sink(&events);
@@ -380,33 +442,47 @@ absl::StatusOr<WriteResult<Response>> Store::Write(const Request& request, char 
   return result;
 }
 
-absl::StatusOr<WriteResult<etcdserverpb::PutResponse>> Store::Put(const etcdserverpb::PutRequest& request) {
+absl::StatusOr<WriteResult<etcdserverpb::PutResponse>> Store::Put(const etcdserverpb::PutRequest& request,
+                                                                  const AuthInfo* who) {
   if (absl::Status s = store::CheckPutRequest(request); !s.ok()) return s;
   if (request.ByteSizeLong() > options_.max_request_bytes) return errors::RequestTooLarge();
-  return Write<etcdserverpb::PutRequest, etcdserverpb::PutResponse>(request, kRecordPut, 0);
+  if (absl::Status s = CheckQuota(store::QuotaCost(request)); !s.ok()) return s;
+  return Write<etcdserverpb::PutRequest, etcdserverpb::PutResponse>(request, kRecordPut, 0, nullptr, who);
 }
 
 absl::StatusOr<WriteResult<etcdserverpb::DeleteRangeResponse>> Store::DeleteRange(
-    const etcdserverpb::DeleteRangeRequest& request) {
+    const etcdserverpb::DeleteRangeRequest& request, const AuthInfo* who) {
   if (absl::Status s = store::CheckDeleteRequest(request); !s.ok()) return s;
   // etcd checks the size of every request that goes through raft (Put, DeleteRange, Txn).
   if (request.ByteSizeLong() > options_.max_request_bytes) return errors::RequestTooLarge();
-  return Write<etcdserverpb::DeleteRangeRequest, etcdserverpb::DeleteRangeResponse>(request,
-                                                                                    kRecordDeleteRange, 0);
+  return Write<etcdserverpb::DeleteRangeRequest, etcdserverpb::DeleteRangeResponse>(
+      request, kRecordDeleteRange, 0, nullptr, who);
 }
 
 absl::StatusOr<WriteResult<etcdserverpb::TxnResponse>> Store::Txn(const etcdserverpb::TxnRequest& request,
-                                                                  TxnReads reads) {
+                                                                  TxnReads reads, const AuthInfo* who) {
   if (absl::Status s = store::CheckTxnRequest(request, options_.max_txn_ops); !s.ok()) return s;
   if (request.ByteSizeLong() > options_.max_request_bytes) return errors::RequestTooLarge();
   const bool read_only = store::IsTxnReadOnly(request);
+  if (!read_only) {
+    if (absl::Status s = CheckQuota(store::QuotaCost(request)); !s.ok()) return s;
+  }
   // Once the log has failed the newest commits will never be durable: every read is at the cap then.
   const bool newest = !read_only || (reads == TxnReads::kNewest && wal_ != nullptr && !wal_->failed());
   // A Txn whose answer waits for the log (a write, or kNewest) may read past revisions up to the newest.
   store::PastRanges past;
   ReadPastRanges(request, /*capped=*/!newest, &past);
   if (!read_only) {
-    return Write<etcdserverpb::TxnRequest, etcdserverpb::TxnResponse>(request, kRecordTxn, 0, &past);
+    return Write<etcdserverpb::TxnRequest, etcdserverpb::TxnResponse>(request, kRecordTxn, 0, &past, who);
+  }
+  // A read-only Txn is checked as a read: against the visible auth state (its compares and Ranges).
+  if (who != nullptr && auth_enabled_.load(std::memory_order_acquire)) {
+    const std::shared_ptr<const store::AuthView> view = VisibleAuth();
+    absl::Status denied;
+    absl::Status s = runtime::stm::ReadOnly(
+        [&](SnapshotTx& tx) { denied = store::CheckAuth(tx, RootRef(), *view, *who, request); });
+    if (!s.ok()) return s;
+    if (!denied.ok()) return denied;
   }
   // A Txn that cannot write is a snapshot read: it never aborts and never waits. It reads the state
   // at the durable revision (the cap), as Range does, or the newest one (kNewest; the answer waits).
@@ -468,9 +544,10 @@ void Store::ReadPastRanges(const etcdserverpb::TxnRequest& request, bool capped,
 // -----------------------------------------------------------------------------------------------
 
 absl::StatusOr<WriteResult<etcdserverpb::LeaseGrantResponse>> Store::LeaseGrant(
-    const etcdserverpb::LeaseGrantRequest& request) {
+    const etcdserverpb::LeaseGrantRequest& request, const AuthInfo* who) {
   // etcd's lessor.Grant: too large a TTL is refused, too small a one raised to the minimum.
   if (request.ttl() > kMaxLeaseTtl) return errors::LeaseTtlTooLarge();
+  if (absl::Status s = CheckQuota(store::QuotaCost(request)); !s.ok()) return s;
   etcdserverpb::LeaseGrantRequest granted = request;
   granted.set_ttl(std::max(request.ttl(), kMinLeaseTtl));
   const bool choose = request.id() == 0;
@@ -483,16 +560,16 @@ absl::StatusOr<WriteResult<etcdserverpb::LeaseGrantResponse>> Store::LeaseGrant(
       if (granted.id() == 0) continue;
     }
     auto result = Write<etcdserverpb::LeaseGrantRequest, etcdserverpb::LeaseGrantResponse>(
-        granted, kRecordLeaseGrant, 0);
+        granted, kRecordLeaseGrant, 0, nullptr, who);
     if (choose && !result.ok() && result.status() == errors::LeaseExists()) continue;
     return result;
   }
 }
 
 absl::StatusOr<WriteResult<etcdserverpb::LeaseRevokeResponse>> Store::LeaseRevoke(
-    const etcdserverpb::LeaseRevokeRequest& request) {
-  return Write<etcdserverpb::LeaseRevokeRequest, etcdserverpb::LeaseRevokeResponse>(request,
-                                                                                    kRecordLeaseRevoke, 0);
+    const etcdserverpb::LeaseRevokeRequest& request, const AuthInfo* who) {
+  return Write<etcdserverpb::LeaseRevokeRequest, etcdserverpb::LeaseRevokeResponse>(
+      request, kRecordLeaseRevoke, 0, nullptr, who);
 }
 
 uint64_t Store::VisibleTime() const {
@@ -531,13 +608,20 @@ absl::StatusOr<std::vector<LeaseState>> Store::Leases(bool newest, int64_t* revi
 }
 
 absl::StatusOr<etcdserverpb::CompactionResponse> Store::Compact(
-    const etcdserverpb::CompactionRequest& request) {
+    const etcdserverpb::CompactionRequest& request, const AuthInfo* who) {
+  if (who != nullptr && auth_enabled_.load(std::memory_order_acquire)) {
+    if (absl::Status s = VisibleAuth()->CheckAdmin(*who); !s.ok()) return s;
+  }
   // One compaction at a time: its log write, then its effect. Waiting for the lock (another Compact may
   // be writing its record) happens in a safe region.
   std::unique_lock<std::mutex> lock(compact_mu_, std::try_to_lock);
   if (!lock.owns_lock()) {
     runtime::SafeRegion waiting;
     lock.lock();
+  }
+  // etcd's applierV3Corrupt refuses compactions too.
+  if (alarm_mask_.load(std::memory_order_acquire) & store::AlarmBit(etcdserverpb::CORRUPT)) {
+    return errors::Corrupt();
   }
   const int64_t current = VisibleRevision();  // a client can name only a revision it may have seen
   const int64_t rev = request.revision();
@@ -560,6 +644,264 @@ absl::StatusOr<etcdserverpb::CompactionResponse> Store::Compact(
   UpdateRetention();
   etcdserverpb::CompactionResponse out;
   out.mutable_header()->set_revision(current);
+  return out;
+}
+
+// ----- alarms ------------------------------------------------------------------------------------------
+
+int64_t Store::StoreBytes() const {
+  if (options_.store_bytes) return options_.store_bytes();
+  const runtime::HeapUsage heap = runtime::GetHeapUsage();
+  return static_cast<int64_t>(heap.old_bytes + heap.large_bytes);
+}
+
+void Store::RefreshAlarmMask() {
+  int64_t mask = 0;
+  absl::Status s =
+      runtime::stm::ReadOnly([&](SnapshotTx& tx) { mask = store::ReadMeta(tx, RootRef())->alarm_mask; });
+  // Release: pairs with the acquire loads of the fast paths (they need no other data, but the order is
+  // cheap and keeps the copy monotonic with the commit it was read after).
+  if (s.ok()) alarm_mask_.store(mask, std::memory_order_release);
+}
+
+absl::StatusOr<WriteResult<etcdserverpb::AlarmResponse>> Store::Alarm(
+    const etcdserverpb::AlarmRequest& request, const AuthInfo* who) {
+  if (request.action() == etcdserverpb::AlarmRequest::GET) {
+    WriteResult<etcdserverpb::AlarmResponse> result;
+    std::vector<etcdserverpb::AlarmMember> alarms;
+    absl::Status s = runtime::stm::ReadOnlyAt(VisibleTime(), [&](SnapshotTx& tx) {
+      alarms = store::ReadAlarms(tx, store::ReadMeta(tx, RootRef()));
+      result.revision = static_cast<int64_t>((tx.snapshot_time() - time_base_) / 2) + 1;
+    });
+    if (!s.ok()) return s;
+    if (wal_ != nullptr && wal_->failed()) {
+      etcdserverpb::AlarmMember disk;
+      disk.set_memberid(options_.member_id);
+      disk.set_alarm(errors::IsNoSpace(wal_->failed_status()) ? etcdserverpb::NOSPACE
+                                                              : etcdserverpb::CORRUPT);
+      const bool present = std::any_of(alarms.begin(), alarms.end(), [&](const etcdserverpb::AlarmMember& a) {
+        return a.memberid() == disk.memberid() && a.alarm() == disk.alarm();
+      });
+      if (!present) alarms.push_back(disk);
+    }
+    for (const etcdserverpb::AlarmMember& a : alarms) {
+      if (request.alarm() == etcdserverpb::NONE || a.alarm() == request.alarm())
+        *result.response.add_alarms() = a;
+    }
+    result.response.mutable_header()->set_revision(result.revision);
+    return result;
+  }
+  absl::StatusOr<WriteResult<etcdserverpb::AlarmResponse>> result =
+      Write<etcdserverpb::AlarmRequest, etcdserverpb::AlarmResponse>(request, kRecordAlarm, 0, nullptr, who);
+  if (result.ok()) {
+    RefreshAlarmMask();
+    spdlog::warn("alarm {} {} for member {:x} (revision {})", etcdserverpb::AlarmType_Name(request.alarm()),
+                 request.action() == etcdserverpb::AlarmRequest::ACTIVATE ? "raised" : "disarmed",
+                 request.memberid(), result->revision);
+  }
+  return result;
+}
+
+std::vector<etcdserverpb::AlarmMember> Store::Alarms() {
+  etcdserverpb::AlarmRequest get;
+  absl::StatusOr<WriteResult<etcdserverpb::AlarmResponse>> r = Alarm(get);
+  if (!r.ok()) return {};
+  return {r->response.alarms().begin(), r->response.alarms().end()};
+}
+
+absl::Status Store::CheckQuota(int64_t cost) {
+  if (cost <= 0) return absl::OkStatus();
+  // Fast path: an active alarm refuses at once (the transaction checks again, CORRUPT first as etcd).
+  if (absl::Status s = store::AdmitUnderAlarms(alarm_mask_.load(std::memory_order_acquire), cost); !s.ok()) {
+    return s;
+  }
+  if (options_.quota_bytes <= 0) return absl::OkStatus();
+  const int64_t used = StoreBytes();
+  if (used + cost < options_.quota_bytes) return absl::OkStatus();
+  // etcd's quotaAlarmer: the request is refused and the NOSPACE alarm raised (logged, and durable before
+  // the refusal is answered, so a client that then lists the alarms sees it).
+  spdlog::warn(
+      "a request of {} bytes would take the store's {} bytes past the quota of {} bytes; raising NOSPACE",
+      cost, used, options_.quota_bytes);
+  etcdserverpb::AlarmRequest raise;
+  raise.set_action(etcdserverpb::AlarmRequest::ACTIVATE);
+  raise.set_memberid(options_.member_id);
+  raise.set_alarm(etcdserverpb::NOSPACE);
+  absl::StatusOr<WriteResult<etcdserverpb::AlarmResponse>> raised = Alarm(raise);
+  if (raised.ok()) (void)WaitDurable(raised->lsn);
+  return errors::NoSpace();
+}
+
+// ----- auth --------------------------------------------------------------------------------------------
+
+template <class TxT>
+absl::StatusOr<std::shared_ptr<const store::AuthView>> Store::AuthViewOf(
+    TxT& tx, const ReadPtr<store::MetaState>& meta) {
+  const uint64_t revision = static_cast<uint64_t>(meta->auth_revision);
+  const bool enabled = meta->auth_enabled != 0;
+  {
+    std::lock_guard<std::mutex> lock(auth_mu_);
+    if (decoded_auth_ != nullptr && decoded_auth_->revision() == revision &&
+        decoded_auth_->enabled() == enabled) {
+      return decoded_auth_;
+    }
+  }
+  // The bytes and the numbers come from the same revision of the MetaState: a consistent pair, even in an
+  // attempt that will abort, so the cache may keep what is decoded here.
+  absl::StatusOr<std::shared_ptr<const store::AuthView>> view =
+      store::AuthView::Decode(store::KeyAt(tx, meta->auth));
+  if (!view.ok()) return view.status();
+  std::lock_guard<std::mutex> lock(auth_mu_);
+  decoded_auth_ = *view;
+  return *view;
+}
+
+std::shared_ptr<const store::AuthView> Store::VisibleAuth() const {
+  std::lock_guard<std::mutex> lock(auth_mu_);
+  return visible_auth_;
+}
+
+void Store::SetAuthListener(AuthListener listener) {
+  std::lock_guard<std::mutex> lock(auth_mu_);
+  auth_listener_ = std::move(listener);
+}
+
+void Store::InstallAuth(int64_t revision, std::shared_ptr<const store::AuthView> view,
+                        const std::vector<std::string>& invalidated) {
+  AuthListener listener;
+  {
+    std::lock_guard<std::mutex> lock(auth_mu_);
+    if (revision > visible_auth_revision_) {
+      visible_auth_revision_ = revision;
+      visible_auth_ = view;
+      // Release: a reader that sees the flag set also sees the view installed before it.
+      auth_enabled_.store(view->enabled(), std::memory_order_release);
+    }
+    listener = auth_listener_;
+  }
+  if (listener) listener(view, invalidated);
+}
+
+void Store::RefreshAuth() {
+  std::string bytes;
+  int64_t revision = 0;
+  absl::Status s = runtime::stm::ReadOnly([&](SnapshotTx& tx) {
+    bytes = std::string(store::KeyAt(tx, store::ReadMeta(tx, RootRef())->auth));
+    revision = static_cast<int64_t>((tx.snapshot_time() - time_base_) / 2) + 1;
+  });
+  if (!s.ok()) return;
+  absl::StatusOr<std::shared_ptr<const store::AuthView>> view = store::AuthView::Decode(bytes);
+  if (view.ok()) InstallAuth(revision, *view, {});
+}
+
+absl::StatusOr<WriteResult<revkv::v1::AuthChangeResponse>> Store::AuthChange(
+    const revkv::v1::AuthChange& change, const AuthInfo* who) {
+  absl::StatusOr<WriteResult<revkv::v1::AuthChangeResponse>> result =
+      Write<revkv::v1::AuthChange, revkv::v1::AuthChangeResponse>(change, kRecordAuth, 0, nullptr, who);
+  if (!result.ok()) return result;
+  // The new state, once its revision is visible: reads, watchers and tokens follow it from then on.
+  // (A change that changed nothing reads the state it left, which installs nothing new.)
+  std::string bytes;
+  int64_t revision = 0;
+  absl::Status s = runtime::stm::ReadOnly([&](SnapshotTx& tx) {
+    bytes = std::string(store::KeyAt(tx, store::ReadMeta(tx, RootRef())->auth));
+    revision = static_cast<int64_t>((tx.snapshot_time() - time_base_) / 2) + 1;
+  });
+  if (!s.ok()) return result;
+  absl::StatusOr<std::shared_ptr<const store::AuthView>> view = store::AuthView::Decode(bytes);
+  if (!view.ok()) return result;
+  const std::vector<std::string> invalidated = InvalidatedBy(change);
+  OnVisible(revision,
+            [this, revision, view = *view, invalidated] { InstallAuth(revision, view, invalidated); });
+  return result;
+}
+
+// ----- hashes ------------------------------------------------------------------------------------------
+namespace {
+
+template <class T>
+void AppendFixed(std::string* out, T v) {
+  char bytes[sizeof(T)];
+  std::memcpy(bytes, &v, sizeof(T));  // little-endian hosts only (checkpoint_format.h asserts it)
+  out->append(bytes, sizeof(T));
+}
+
+}  // namespace
+
+absl::StatusOr<uint32_t> Store::HashAt(int64_t revision, bool everything) {
+  const RevisionClock clock{time_base_};
+  uint32_t crc = 0;
+  absl::Status s = runtime::stm::ReadOnlyAt(TimeOf(revision), [&](SnapshotTx& tx) {
+    crc = 0;
+    std::string buffer;
+    auto flush = [&] {
+      crc = Crc32cExtend(crc, buffer.data(), buffer.size());
+      buffer.clear();
+    };
+    Applier<SnapshotTx> a(tx, RootRef(), clock);
+    store::ForEachInRange(tx, RootRef(), store::MakeRange(std::string(), std::string(1, '\0')),
+                          [&](const ReadPtr<store::Entry>& e) {
+                            const store::KvRecord r = a.Record(e);
+                            AppendFixed<uint32_t>(&buffer, static_cast<uint32_t>(r.key.size()));
+                            AppendFixed<uint32_t>(&buffer, static_cast<uint32_t>(r.value.size()));
+                            AppendFixed<int64_t>(&buffer, r.create_revision);
+                            AppendFixed<int64_t>(&buffer, r.mod_revision);
+                            AppendFixed<int64_t>(&buffer, r.version);
+                            AppendFixed<int64_t>(&buffer, r.lease);
+                            buffer += r.key;
+                            buffer += r.value;
+                            if (buffer.size() >= (64 << 10)) flush();
+                            return true;
+                          });
+    if (everything) {
+      store::ForEachLease(tx, RootRef(), [&](int64_t id, int64_t ttl) {
+        AppendFixed<int64_t>(&buffer, id);
+        AppendFixed<int64_t>(&buffer, ttl);
+        if (buffer.size() >= (64 << 10)) flush();
+        return true;
+      });
+      ReadPtr<store::MetaState> meta = store::ReadMeta(tx, RootRef());
+      for (const auto& [kind, field] :
+           {std::pair<uint32_t, const runtime::Field<runtime::Bytes>*>{kStateAlarms, &meta->alarms},
+            {kStateAuth, &meta->auth}}) {
+        const std::string_view bytes = store::KeyAt(tx, *field);
+        AppendFixed<uint32_t>(&buffer, kind);
+        AppendFixed<uint32_t>(&buffer, static_cast<uint32_t>(bytes.size()));
+        buffer.append(bytes);
+      }
+    }
+    flush();
+  });
+  if (absl::IsFailedPrecondition(s)) return errors::Compacted();
+  if (absl::IsOutOfRange(s)) return errors::FutureRevision();
+  if (!s.ok()) return s;
+  return crc;
+}
+
+absl::StatusOr<StoreHash> Store::HashKV(int64_t revision) {
+  StoreHash out;
+  out.header_revision = VisibleRevision();
+  out.compact_revision = compact_revision_.load(std::memory_order_acquire);
+  // etcd's HashByRev: a revision at or before the compaction is compacted (unlike Range, which reads the
+  // compaction's own revision), one after the current revision is a future one.
+  if (revision > 0 && revision <= out.compact_revision) return errors::Compacted();
+  if (revision > out.header_revision) return errors::FutureRevision();
+  if (revision > 0 && revision < LoadFloor()) return errors::Compacted();
+  out.revision = revision > 0 ? revision : out.header_revision;
+  absl::StatusOr<uint32_t> hash = HashAt(out.revision, /*everything=*/false);
+  if (!hash.ok()) return hash.status();
+  out.hash = *hash;
+  return out;
+}
+
+absl::StatusOr<StoreHash> Store::Hash() {
+  StoreHash out;
+  out.header_revision = VisibleRevision();
+  out.compact_revision = compact_revision_.load(std::memory_order_acquire);
+  out.revision = out.header_revision;
+  absl::StatusOr<uint32_t> hash = HashAt(out.revision, /*everything=*/true);
+  if (!hash.ok()) return hash.status();
+  out.hash = *hash;
   return out;
 }
 
@@ -588,7 +930,8 @@ absl::Status Store::WaitDurable(uint64_t lsn) {
 
 absl::Status Store::ForEachAt(int64_t revision, const std::function<void(const StoredKeyValue&)>& visit,
                               int64_t* snapshot_revision,
-                              const std::function<void(int64_t id, int64_t ttl)>* visit_lease) {
+                              const std::function<void(int64_t id, int64_t ttl)>* visit_lease,
+                              const std::function<void(uint32_t kind, std::string_view bytes)>* visit_state) {
   const int64_t current = Revision();
   if (revision > current) return errors::FutureRevision();
   if (revision > 0 && (revision < CompactRevision() || revision < LoadFloor())) return errors::Compacted();
@@ -612,6 +955,13 @@ absl::Status Store::ForEachAt(int64_t revision, const std::function<void(const S
         if (++seen % 4096 == 0) tx.Poll();
         return true;
       });
+    }
+    if (visit_state != nullptr) {
+      ReadPtr<store::MetaState> meta = store::ReadMeta(tx, RootRef());
+      const std::string_view alarms = store::KeyAt(tx, meta->alarms);
+      if (!alarms.empty()) (*visit_state)(kStateAlarms, alarms);
+      const std::string_view auth = store::KeyAt(tx, meta->auth);
+      if (!auth.empty()) (*visit_state)(kStateAuth, auth);
     }
   });
   if (absl::IsFailedPrecondition(s)) return errors::Compacted();
@@ -684,6 +1034,39 @@ absl::Status Store::LoadLeases(const std::vector<std::pair<int64_t, int64_t>>& b
   return absl::OkStatus();
 }
 
+absl::Status Store::LoadState(uint32_t kind, std::string_view bytes) {
+  switch (kind) {
+    case kStateAlarms: {
+      std::vector<etcdserverpb::AlarmMember> alarms;
+      if (!store::DecodeAlarms(bytes, &alarms)) {
+        return absl::DataLossError("checkpoint alarm record does not decode (or is not ordered)");
+      }
+      absl::Status s = runtime::stm::Atomically(
+          [&](Tx& tx) { store::WriteAlarms(tx, store::ReadMeta(tx, RootRef()), alarms); });
+      if (!s.ok()) return s;
+      RefreshAlarmMask();
+      return absl::OkStatus();
+    }
+    case kStateAuth: {
+      revkv::v1::AuthState state;
+      if (!state.ParseFromArray(bytes.data(), static_cast<int>(bytes.size())) || state.revision() < 1) {
+        return absl::DataLossError("checkpoint auth record does not decode");
+      }
+      // Stored as encoded here, so that a checkpoint of it has the same bytes.
+      const std::string encoded = store::EncodeAuthState(state);
+      absl::Status s = runtime::stm::Atomically([&](Tx& tx) {
+        store::WriteAuth(tx, store::ReadMeta(tx, RootRef()), encoded, static_cast<int64_t>(state.revision()),
+                         state.enabled());
+      });
+      if (!s.ok()) return s;
+      RefreshAuth();
+      return absl::OkStatus();
+    }
+    default:
+      return absl::DataLossError(absl::StrCat("checkpoint state record of unknown kind ", kind));
+  }
+}
+
 absl::Status Store::FinishLoad(int64_t revision, int64_t compact_revision) {
   if (revision < 1 || compact_revision < 0 || compact_revision > revision) {
     return absl::DataLossError(
@@ -713,8 +1096,9 @@ absl::Status Store::RestoreCompaction(int64_t compact_revision) {
                                             " was acknowledged, but the recovered store ends at revision ",
                                             current));
   }
-  // Recovery runs before any request: no Compact races with this.
-  if (compact_revision > compact_revision_.load(std::memory_order_acquire)) {
+  // Recovery runs before any request: no Compact races with this. 0 is "no compaction recorded": etcd's
+  // compaction stays -1 then (HashKV reports it, and a Compact to 0 succeeds, as on a fresh etcd).
+  if (compact_revision > 0 && compact_revision > compact_revision_.load(std::memory_order_acquire)) {
     compact_revision_.store(compact_revision, std::memory_order_release);
   }
   UpdateRetention();
@@ -765,6 +1149,22 @@ absl::Status Store::Replay(int64_t revision, std::string_view payload) {
       s = Write<etcdserverpb::LeaseRevokeRequest, etcdserverpb::LeaseRevokeResponse>(r, kRecordLeaseRevoke,
                                                                                      revision)
               .status();
+      break;
+    }
+    case kRecordAlarm: {
+      etcdserverpb::AlarmRequest r;
+      if (!r.ParseFromArray(body.data(), static_cast<int>(body.size())))
+        return absl::DataLossError("bad alarm record");
+      s = Write<etcdserverpb::AlarmRequest, etcdserverpb::AlarmResponse>(r, kRecordAlarm, revision).status();
+      if (s.ok()) RefreshAlarmMask();
+      break;
+    }
+    case kRecordAuth: {
+      revkv::v1::AuthChange r;
+      if (!r.ParseFromArray(body.data(), static_cast<int>(body.size())))
+        return absl::DataLossError("bad auth record");
+      s = Write<revkv::v1::AuthChange, revkv::v1::AuthChangeResponse>(r, kRecordAuth, revision).status();
+      if (s.ok()) RefreshAuth();
       break;
     }
     default:

@@ -41,8 +41,10 @@
 #include "absl/status/status.h"
 #include "absl/status/statusor.h"
 #include "etcdserverpb/rpc.pb.h"
+#include "revkv/v1/store.pb.h"
 #include "runtime/gc/gc.h"
 #include "runtime/stm/stm.h"
+#include "server/store/auth_state.h"
 #include "server/wal/wal.h"
 #include "server/watch/event_log.h"
 
@@ -50,6 +52,7 @@ namespace revkv::server {
 
 namespace store {
 struct StoreRoot;
+struct MetaState;
 struct PastRanges;
 struct TreeShape;
 }  // namespace store
@@ -62,6 +65,19 @@ struct StoreOptions {
   // FOR MEASUREMENT ONLY (the cost of serving reads at the durable revision): reads show commits
   // whose log records are not durable yet, which a crash can take back. Never set it in production.
   bool measure_reads_before_durable = false;
+  // This member's ID: the member of the alarms the store raises itself (NOSPACE, the disk's).
+  uint64_t member_id = 0;
+  // etcd's --quota-backend-bytes: a Put, a Txn with Puts or a LeaseGrant that would take StoreBytes()
+  // to this many bytes or more raises the NOSPACE alarm and is refused. 0 or less: no quota.
+  int64_t quota_bytes = 0;
+  // What the quota measures (tests); null: the heap's bytes in old and large-object space (StoreBytes).
+  std::function<int64_t()> store_bytes;
+};
+
+// The kinds of the store's state records in a checkpoint (CheckpointStateRecord::kind).
+enum StateRecordKind : uint32_t {
+  kStateAlarms = 1,  // the active alarms (store/meta_state.h's encoding)
+  kStateAuth = 2,    // the auth state (store/auth_state.h's revkv.v1.AuthState)
 };
 
 // A committed write: its response, its log record, and the record to wait for before answering.
@@ -107,6 +123,14 @@ struct LeaseState {
   int64_t revision = 0;  // the revision of the state read
 };
 
+// A hash of the store's state (etcd's Maintenance/Hash and HashKV).
+struct StoreHash {
+  uint32_t hash = 0;              // CRC-32C (Castagnoli, as etcd's) of the state's encoding (Store::HashKV)
+  int64_t revision = 0;           // the revision whose state was hashed
+  int64_t header_revision = 0;    // the visible revision when it was taken (etcd's current revision)
+  int64_t compact_revision = -1;  // the compaction, as etcd reports it: -1 while nothing was compacted
+};
+
 // etcd 3.4's lease TTL limits: lease.MaxLeaseTTL, and the minimum its server derives from the default
 // election timeout (3/2 of 10 ticks of 100 ms, rounded up to whole seconds). Shorter TTLs are raised.
 inline constexpr int64_t kMaxLeaseTtl = 9000000000;
@@ -120,13 +144,22 @@ class Store {
   ~Store();
 
   // ----- the KV API -----
-  absl::StatusOr<etcdserverpb::RangeResponse> Range(const etcdserverpb::RangeRequest& request);
-  absl::StatusOr<WriteResult<etcdserverpb::PutResponse>> Put(const etcdserverpb::PutRequest& request);
+  // `who` is the client a request comes from (server/rpc/identity.h), checked against the auth state
+  // while authentication is enabled (store/auth_checks.h: a write inside its transaction, a read against
+  // the visible auth state before it reads); null: the server itself (recovery, lease expiry, the
+  // coordination recipes, which check their callers themselves), never checked.
+  absl::StatusOr<etcdserverpb::RangeResponse> Range(const etcdserverpb::RangeRequest& request,
+                                                    const AuthInfo* who = nullptr);
+  absl::StatusOr<WriteResult<etcdserverpb::PutResponse>> Put(const etcdserverpb::PutRequest& request,
+                                                             const AuthInfo* who = nullptr);
   absl::StatusOr<WriteResult<etcdserverpb::DeleteRangeResponse>> DeleteRange(
-      const etcdserverpb::DeleteRangeRequest& request);
+      const etcdserverpb::DeleteRangeRequest& request, const AuthInfo* who = nullptr);
   absl::StatusOr<WriteResult<etcdserverpb::TxnResponse>> Txn(const etcdserverpb::TxnRequest& request,
-                                                             TxnReads reads = TxnReads::kDurable);
-  absl::StatusOr<etcdserverpb::CompactionResponse> Compact(const etcdserverpb::CompactionRequest& request);
+                                                             TxnReads reads = TxnReads::kDurable,
+                                                             const AuthInfo* who = nullptr);
+  // Compact needs the root role while authentication is enabled (etcd checks nothing: docs/server.md).
+  absl::StatusOr<etcdserverpb::CompactionResponse> Compact(const etcdserverpb::CompactionRequest& request,
+                                                           const AuthInfo* who = nullptr);
 
   // ----- leases (etcd's Lease API; expiry and keep-alive are the lessor's, server/lease) -----
   // Grants a lease: the request's ID, or one chosen here (positive, unused) if it is 0; the TTL checked
@@ -134,17 +167,65 @@ class Store {
   // record holds the ID and TTL granted) and committed as one revision that changes no key. "lease
   // already exists" (FailedPrecondition) for a granted ID.
   absl::StatusOr<WriteResult<etcdserverpb::LeaseGrantResponse>> LeaseGrant(
-      const etcdserverpb::LeaseGrantRequest& request);
+      const etcdserverpb::LeaseGrantRequest& request, const AuthInfo* who = nullptr);
   // Revokes a lease: deletes every key attached to it and the lease, in one logged revision.
   // "requested lease not found" (NotFound) for an unknown lease.
   absl::StatusOr<WriteResult<etcdserverpb::LeaseRevokeResponse>> LeaseRevoke(
-      const etcdserverpb::LeaseRevokeRequest& request);
+      const etcdserverpb::LeaseRevokeRequest& request, const AuthInfo* who = nullptr);
   // The lease `id` (with its keys if `with_keys`) at the visible revision, or at the newest commit if
   // `newest` (recovery, the lessor). NotFound ("requested lease not found") if it is not granted there.
   absl::StatusOr<LeaseState> LeaseAt(int64_t id, bool with_keys, bool newest = false);
   // Every lease (without keys), in ID order, at the visible revision or the newest commit; the
   // revision read in *revision if set.
   absl::StatusOr<std::vector<LeaseState>> Leases(bool newest = false, int64_t* revision = nullptr);
+
+  // ----- alarms (etcd's Maintenance/Alarm) -----
+  // GET: the active alarms of type `request.alarm()` (every type for NONE) at the visible revision,
+  // ordered by type then member, the disk's alarm included (a failed log: NOSPACE for a full disk,
+  // CORRUPT for another error; it is not stored and clears only with a restart). ACTIVATE and
+  // DEACTIVATE: a logged write of the (memberID, alarm) pair, answered with it, or with nothing for a
+  // DEACTIVATE of an inactive pair (then nothing is written, as when activating an active one).
+  // While NOSPACE is active, Puts, Txns with Puts and LeaseGrants are refused with etcd's "database
+  // space exceeded"; while CORRUPT is, every write but alarms (and auth) with "corrupt cluster".
+  absl::StatusOr<WriteResult<etcdserverpb::AlarmResponse>> Alarm(const etcdserverpb::AlarmRequest& request,
+                                                                 const AuthInfo* who = nullptr);
+  // The active alarms of every type at the visible revision, the disk's included (Status's errors).
+  std::vector<etcdserverpb::AlarmMember> Alarms();
+  // What the quota measures: the heap's bytes in old and large-object space (chunks holding committed
+  // objects: the store, its history, and garbage until the next major collection), or
+  // StoreOptions::store_bytes. Never blocks.
+  int64_t StoreBytes() const;
+
+  // ----- auth (etcd's Auth service; store/auth_state.h) -----
+  // A logged auth change (a user's password as its bcrypt hash), applied as etcd's auth store applies it,
+  // with its errors; `who` needs the root role while auth is enabled. A change that changes nothing
+  // (AuthEnable when enabled, a role granted twice) writes nothing.
+  absl::StatusOr<WriteResult<revkv::v1::AuthChangeResponse>> AuthChange(const revkv::v1::AuthChange& change,
+                                                                        const AuthInfo* who = nullptr);
+  // The auth state at the visible revision (never null).
+  std::shared_ptr<const store::AuthView> VisibleAuth() const;
+  // Called with each new auth state once it is visible (a change's revision durable), with the users whose
+  // tokens it invalidates ("": all). Runs on the log's flusher or the calling thread: it must be quick
+  // and never touch the heap. Set before serving; replaces any earlier one.
+  using AuthListener = std::function<void(const std::shared_ptr<const store::AuthView>& view,
+                                          const std::vector<std::string>& invalidated)>;
+  void SetAuthListener(AuthListener listener);
+  // Reads the newest auth state and makes it the visible one at once (recovery; the Auth service after a
+  // change is durable, so that the change is in effect before it is answered). Tells the listener.
+  void RefreshAuth();
+
+  // ----- hashes (etcd's Maintenance/HashKV and Hash) -----
+  // The hash of every key-value at `revision` (0: the visible one), in key order: for each, its key
+  // length and value length (u32), create and mod revision, version and lease (i64), all little-endian,
+  // then the key and the value (the checkpoint's entry encoding). It depends only on that state, so
+  // members holding the same history agree, before and after a restart, and a restored snapshot hashes
+  // as its revision did. etcd's answers: "compacted" for a revision at or before the compaction (or
+  // before the oldest readable one), "future" past the visible one. A snapshot read: writers continue.
+  absl::StatusOr<StoreHash> HashKV(int64_t revision);
+  // The hash of the whole state at the visible revision: the key-values as HashKV, then every lease (ID
+  // and granted TTL, i64) in ID order, then every state record (kind and length as u32, then its
+  // bytes): alarms and auth. etcd hashes its whole backend.
+  absl::StatusOr<StoreHash> Hash();
 
   // Blocks (in a safe region) until the write's log record is durable: OK, or the error a client gets
   // for it (errors::LogFailure: etcd's "database space exceeded" for a full disk, Unavailable otherwise).
@@ -186,10 +267,12 @@ class Store {
   // ----- durability -----
   // Visits every key-value of the state at `revision` (0: newest), in key order, from one snapshot
   // (writers keep going), then, if `visit_lease` is set, every lease (ID, granted TTL) of the same
-  // state in ID order. Fails like Range at a past revision.
-  absl::Status ForEachAt(int64_t revision, const std::function<void(const StoredKeyValue&)>& visit,
-                         int64_t* snapshot_revision,
-                         const std::function<void(int64_t id, int64_t ttl)>* visit_lease = nullptr);
+  // state in ID order, then, if `visit_state` is set, the state records (StateRecordKind, bytes) of the
+  // same state that are not empty. Fails like Range at a past revision.
+  absl::Status ForEachAt(
+      int64_t revision, const std::function<void(const StoredKeyValue&)>& visit, int64_t* snapshot_revision,
+      const std::function<void(int64_t id, int64_t ttl)>* visit_lease = nullptr,
+      const std::function<void(uint32_t kind, std::string_view bytes)>* visit_state = nullptr);
   // Recovery from a checkpoint of `revision`, before any other request: LoadEntries inserts a batch of
   // key-values in one transaction; they must come in strictly ascending key order across all batches,
   // with 1 <= create_revision <= mod_revision <= revision and version >= 1, else DataLoss naming the
@@ -201,6 +284,9 @@ class Store {
   // TTL), in strictly ascending ID order across batches, IDs not 0, TTLs in 1..kMaxLeaseTtl, else
   // DataLoss (nothing of the batch is inserted). The keys loaded with a lease were attached to it.
   absl::Status LoadLeases(const std::vector<std::pair<int64_t, int64_t>>& batch);
+  // Recovery from a checkpoint, after its leases and before FinishLoad: one state record. DataLoss for
+  // an unknown kind or bytes that do not decode (nothing is changed).
+  absl::Status LoadState(uint32_t kind, std::string_view bytes);
   absl::Status FinishLoad(int64_t revision, int64_t compact_revision);
   // Recovery, after the log is replayed: the compaction recorded by the compaction log. DataLoss if it
   // is past the current revision (the log lost records the compaction was acknowledged after).
@@ -219,7 +305,17 @@ class Store {
   Store(const StoreOptions& options, Wal* wal);
   template <class Request, class Response>
   absl::StatusOr<WriteResult<Response>> Write(const Request& request, char kind, int64_t replay_revision,
-                                              const store::PastRanges* past_ranges = nullptr);
+                                              const store::PastRanges* past_ranges = nullptr,
+                                              const AuthInfo* who = nullptr);
+  // The auth view of `meta` (decoded once per auth state, cached). DataLoss if its bytes do not decode.
+  template <class TxT>
+  absl::StatusOr<std::shared_ptr<const store::AuthView>> AuthViewOf(
+      TxT& tx, const runtime::stm::ReadPtr<store::MetaState>& meta);
+  // Installs `view`, the auth state committed at `revision`, as the visible one (if newer) and tells the
+  // listener.
+  void InstallAuth(int64_t revision, std::shared_ptr<const store::AuthView> view,
+                   const std::vector<std::string>& invalidated);
+
   // Range at the durable revision (`capped`), or at the newest committed one (for a Txn whose answer
   // waits for the log anyway).
   absl::StatusOr<etcdserverpb::RangeResponse> RangeAt(const etcdserverpb::RangeRequest& request, bool capped);
@@ -239,6 +335,14 @@ class Store {
   // The oldest revision either history window keeps (before the compaction is applied).
   int64_t WindowStart(int64_t current);
   void UpdateRetention();
+  // The quota check of a request that costs `cost` bytes (store/quota.h): OK, or NoSpace once the NOSPACE
+  // alarm is active or raised here (logged and durable before it returns).
+  absl::Status CheckQuota(int64_t cost);
+  // The hash of the state at `revision` (> 0): the key-values, and with `everything` the leases and state
+  // records too. Fails like a Range at that revision.
+  absl::StatusOr<uint32_t> HashAt(int64_t revision, bool everything);
+  // Reloads alarm_mask_ from the newest state.
+  void RefreshAlarmMask();
   runtime::stm::Ref<store::StoreRoot> RootRef() const;
   // Relaxed: FinishLoad writes it during recovery, before the store is handed to other threads (which
   // orders it before their reads); it never changes afterwards.
@@ -265,7 +369,21 @@ class Store {
   std::atomic<int64_t> compact_revision_{-1};  // as etcd: nothing compacted yet (Compact 0 succeeds)
   std::atomic<int64_t> key_count_{0};
   std::unique_ptr<watch::EventLog> event_log_;  // set in Create, never replaced
-  std::atomic<uint64_t> next_lease_id_{1};  // the next server-chosen lease ID (before masking)
+  std::atomic<uint64_t> next_lease_id_{1};      // the next server-chosen lease ID (before masking)
+  // A copy of the newest state's MetaState::alarm_mask, for refusals outside transactions (the quota's
+  // fast path, Compact). Written after every alarm change (RefreshAlarmMask: release), read with
+  // acquire; the transactions themselves read the MetaState, so a stale copy only delays a refusal.
+  std::atomic<int64_t> alarm_mask_{0};
+  // Auth: the visible state (and the revision whose commit made it) and the listener, under auth_mu_; the
+  // last state decoded by a transaction (a cache keyed by auth revision and enabled flag), under
+  // auth_mu_ too. auth_enabled_ mirrors visible_auth_->enabled() (release/acquire) so reads skip the
+  // lock while authentication is off.
+  mutable std::mutex auth_mu_;
+  std::shared_ptr<const store::AuthView> visible_auth_;  // under auth_mu_
+  int64_t visible_auth_revision_ = 0;                    // under auth_mu_
+  AuthListener auth_listener_;                           // under auth_mu_
+  std::shared_ptr<const store::AuthView> decoded_auth_;  // under auth_mu_
+  std::atomic<bool> auth_enabled_{false};
 };
 
 }  // namespace revkv::server

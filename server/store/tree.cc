@@ -153,7 +153,7 @@ TypeDescriptor Inner::Describe() {
 
 TypeDescriptor StoreRoot::Describe() {
   return TypeDescriptor::Fixed<StoreRoot>("store.Root", &StoreRoot::tree, &StoreRoot::leases,
-                                          &StoreRoot::lease_keys);
+                                          &StoreRoot::lease_keys, &StoreRoot::meta);
 }
 
 WritePtr<StoreRoot> NewTree(Tx& tx) {

@@ -68,12 +68,16 @@ struct Inner : Node {
   static TypeDescriptor Describe();
 };
 
+struct MetaState;  // meta_state.h
+
 // The root of a tree. The store's own root also names the lease table and the lease attachment index
-// (lease_table.h), each a tree under a StoreRoot of its own (whose two lease fields are null).
+// (lease_table.h), each a tree under a StoreRoot of its own (whose lease and meta fields are null), and
+// the alarm and auth state (meta_state.h).
 struct StoreRoot : VersionedObject {
   Field<Node> tree;
   Field<StoreRoot> leases;
   Field<StoreRoot> lease_keys;
+  Field<MetaState> meta;
   static TypeDescriptor Describe();
 };
 

@@ -262,6 +262,47 @@ void WatchHub::Cancel(WatchStream* stream, int64_t watch_id) {
   stream->Push(std::move(one), /*force=*/true);
 }
 
+void WatchHub::Refuse(WatchStream* stream, const std::string& reason) {
+  std::lock_guard<std::mutex> lock(mu_);
+  if (stream->closed_) return;
+  etcdserverpb::WatchResponse refused;
+  refused.mutable_header()->set_revision(std::max(dispatched_, source_.visible_revision()));
+  refused.set_watch_id(kInvalidWatchId);
+  refused.set_created(true);
+  refused.set_canceled(true);
+  refused.set_cancel_reason(reason);
+  std::vector<etcdserverpb::WatchResponse> one;
+  one.push_back(std::move(refused));
+  stream->Push(std::move(one), /*force=*/true);
+}
+
+void WatchHub::CancelRefused(
+    WatchStream* stream,
+    const std::function<std::optional<std::string>(const std::string& key, const std::string& range_end)>&
+        refuse) {
+  std::lock_guard<std::mutex> lock(mu_);
+  if (stream->closed_) return;
+  std::vector<std::pair<int64_t, std::string>> canceled;
+  for (const auto& [id, w] : stream->watchers_) {
+    const std::string range_end =
+        w->range.single ? std::string() : (w->range.end.empty() ? std::string(1, '\0') : w->range.end);
+    if (std::optional<std::string> reason = refuse(w->range.begin, range_end))
+      canceled.emplace_back(id, *reason);
+  }
+  const int64_t revision = std::max(dispatched_, source_.visible_revision());
+  for (auto& [id, reason] : canceled) {
+    Remove(stream->watchers_.at(id).get());
+    etcdserverpb::WatchResponse response;
+    response.mutable_header()->set_revision(revision);
+    response.set_watch_id(id);
+    response.set_canceled(true);
+    response.set_cancel_reason(std::move(reason));
+    std::vector<etcdserverpb::WatchResponse> one;
+    one.push_back(std::move(response));
+    stream->Push(std::move(one), /*force=*/true);
+  }
+}
+
 void WatchHub::Progress(WatchStream* stream) {
   std::lock_guard<std::mutex> lock(mu_);
   etcdserverpb::WatchResponse progress;

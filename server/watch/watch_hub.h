@@ -31,7 +31,9 @@
 #include <map>
 #include <memory>
 #include <mutex>
+#include <optional>
 #include <set>
+#include <string>
 #include <thread>
 #include <vector>
 
@@ -137,6 +139,17 @@ class WatchHub {
   void Cancel(WatchStream* stream, int64_t watch_id);
   // etcd's WatchProgressRequest: queues a response with watch_id -1 and the dispatched revision.
   void Progress(WatchStream* stream);
+  // etcd's answer to a WatchCreateRequest its caller may not make (auth): queues a response created and
+  // canceled, with watch id -1 and `reason`, at the visible revision; starts no watcher.
+  void Refuse(WatchStream* stream, const std::string& reason);
+  // Cancels every watcher of `stream` that `refuse` refuses (it answers the cancel reason, or nullopt to
+  // keep the watcher), each with a canceled response carrying the reason: a permission revoked after a
+  // watch was made ends it (revkv; etcd checks only at creation). `refuse` gets the watcher's range in
+  // etcd's request form (key, range_end: empty for one key, "\0" for every key from `key` on) and runs
+  // under the hub's lock: it must be quick and must not call into the hub.
+  void CancelRefused(WatchStream* stream,
+                     const std::function<std::optional<std::string>(const std::string& key,
+                                                                    const std::string& range_end)>& refuse);
 
   // Wakes the dispatcher (a revision was published or became durable, or a stream has room). Never blocks
   // for long (a leaf mutex).

@@ -59,6 +59,12 @@ void Run(const uint8_t* data, size_t size) {
     return absl::OkStatus();
   };
   const CheckpointLeaseVisitor lease_visitor = on_lease;
+  std::vector<std::pair<uint32_t, std::string>> states;
+  auto on_state = [&](const CheckpointStateRecord& r) {
+    states.emplace_back(r.kind, std::string(r.bytes));
+    return absl::OkStatus();
+  };
+  const CheckpointStateVisitor state_visitor = on_state;
   absl::StatusOr<CheckpointLoadResult> loaded = LoadNewestValidCheckpoint(
       &fs, kDir,
       [&](const CheckpointEntry& e) {
@@ -66,12 +72,13 @@ void Run(const uint8_t* data, size_t size) {
                            e.version, e.lease});
         return absl::OkStatus();
       },
-      &lease_visitor);
+      &lease_visitor, &state_visitor);
 
   if (!verified.ok()) {
-    FUZZ_CHECK(entries.empty() && leases.empty(),
-               "the visitors saw %zu entries and %zu leases of a checkpoint that fails verification",
-               entries.size(), leases.size());
+    FUZZ_CHECK(entries.empty() && leases.empty() && states.empty(),
+               "the visitors saw %zu entries, %zu leases and %zu state records of a checkpoint that fails "
+               "verification",
+               entries.size(), leases.size(), states.size());
     if (verified.status().code() == absl::StatusCode::kFailedPrecondition) {
       FUZZ_CHECK(!loaded.ok() && loaded.status().code() == absl::StatusCode::kFailedPrecondition,
                  "load of another format version: %s",
@@ -126,6 +133,10 @@ void Run(const uint8_t* data, size_t size) {
   for (const CheckpointLease& l : leases) {
     const absl::Status added = (*writer)->AddLease(l);
     FUZZ_CHECK(added.ok(), "AddLease: %s", added.ToString().c_str());
+  }
+  for (const auto& [kind, bytes] : states) {
+    const absl::Status added = (*writer)->AddState({kind, bytes});
+    FUZZ_CHECK(added.ok(), "AddState: %s", added.ToString().c_str());
   }
   absl::StatusOr<CheckpointInfo> written = (*writer)->Finish();
   FUZZ_CHECK(written.ok(), "Finish: %s", written.status().ToString().c_str());

@@ -71,7 +71,8 @@ std::string WalInput(const std::vector<std::string>& segments, int after_revisio
   return input;
 }
 
-std::string MakeCheckpoint(int64_t revision, int64_t compact_revision, int entries, int leases = 0) {
+std::string MakeCheckpoint(int64_t revision, int64_t compact_revision, int entries, int leases = 0,
+                           int states = 0) {
   MemoryFileSystem fs;
   if (!fs.CreateDirectories("/ckpt").ok()) Die("mkdir");
   absl::StatusOr<std::unique_ptr<CheckpointWriter>> writer =
@@ -85,6 +86,11 @@ std::string MakeCheckpoint(int64_t revision, int64_t compact_revision, int entri
   }
   for (int i = 0; i < leases; ++i) {
     if (absl::Status s = (*writer)->AddLease({i + 1, 10 * (i + 1)}); !s.ok()) Die(s.ToString());
+  }
+  for (int i = 0; i < states; ++i) {
+    const std::string bytes(static_cast<size_t>(i) * 5, 's');
+    if (absl::Status s = (*writer)->AddState({static_cast<uint32_t>(i + 1), bytes}); !s.ok())
+      Die(s.ToString());
   }
   absl::StatusOr<CheckpointInfo> info = (*writer)->Finish();
   if (!info.ok()) Die(info.status().ToString());
@@ -111,6 +117,7 @@ void Generate(const std::filesystem::path& corpus) {
   Write(ckpt / "three_entries", MakeCheckpoint(9, 0, 3));
   Write(ckpt / "compacted", MakeCheckpoint(40, 30, 5));
   Write(ckpt / "leases", MakeCheckpoint(12, 0, 4, 2));
+  Write(ckpt / "state_records", MakeCheckpoint(14, 0, 3, 1, 2));
 
   const std::filesystem::path req = corpus / "store_request";
   {

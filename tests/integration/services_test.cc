@@ -1,8 +1,7 @@
 // The gRPC surface of a real revkv-server beyond the KV calls: grpc.health.v1.Health answers SERVING;
 // server reflection lists every service and describes etcd's and revkv's; etcd's Watch, Lease, Lock and
-// Election (on gRPC's callback API) are served beside the completion-queue services; etcd services revkv
-// does not implement (Auth), and methods of served services it does not implement, answer UNIMPLEMENTED
-// at once.
+// Election (on gRPC's callback API) are served beside the completion-queue services, and Auth on gRPC's
+// synchronous threads; methods revkv does not implement answer UNIMPLEMENTED at once.
 //
 // Reflection: Debian ships neither grpc_cli nor the C++ reflection client
 // (ProtoReflectionDescriptorDatabase), so the test speaks the reflection protocol itself through stubs
@@ -133,14 +132,14 @@ TEST_F(Services, ReflectionListsEveryServedService) {
   ASSERT_TRUE(responses[0].has_list_services_response()) << responses[0].ShortDebugString();
   std::vector<std::string> names;
   for (const auto& s : responses[0].list_services_response().service()) names.push_back(s.name());
-  for (const char* expected : {"etcdserverpb.KV", "etcdserverpb.Watch", "etcdserverpb.Lease",
-                               "etcdserverpb.Maintenance", "etcdserverpb.Cluster", "v3lockpb.Lock",
-                               "v3electionpb.Election", "revkv.v1.KV", "revkv.v1.Admin", "grpc.health.v1.Health",
-                               "grpc.reflection.v1alpha.ServerReflection"}) {
+  for (const char* expected :
+       {"etcdserverpb.KV", "etcdserverpb.Watch", "etcdserverpb.Lease", "etcdserverpb.Maintenance",
+        "etcdserverpb.Cluster", "etcdserverpb.Auth", "v3lockpb.Lock", "v3electionpb.Election", "revkv.v1.KV",
+        "revkv.v1.Admin", "grpc.health.v1.Health", "grpc.reflection.v1alpha.ServerReflection"}) {
     EXPECT_NE(std::find(names.begin(), names.end(), expected), names.end())
         << expected << " is not listed; listed: " << ::testing::PrintToString(names);
   }
-  for (const char* absent : {"etcdserverpb.Auth"}) {
+  for (const char* absent : {"etcdserverpb.NoSuchService"}) {
     EXPECT_EQ(std::find(names.begin(), names.end(), absent), names.end()) << absent << " is listed";
   }
 }
@@ -161,18 +160,19 @@ TEST_F(Services, ReflectionDescribesEtcdAndRevkvServices) {
   EXPECT_EQ(MethodNames(pipeline, "KV"), (std::vector<std::string>{"Pipeline"}));
 
   ServerReflectionRequest unknown;
-  unknown.set_file_containing_symbol("etcdserverpb.Auth");
+  unknown.set_file_containing_symbol("etcdserverpb.NoSuchService");
   std::vector<ServerReflectionResponse> responses = Reflect({unknown});
   ASSERT_EQ(responses.size(), 1u);
   ASSERT_TRUE(responses[0].has_error_response()) << responses[0].ShortDebugString();
   EXPECT_EQ(responses[0].error_response().error_code(), static_cast<int>(grpc::StatusCode::NOT_FOUND));
 }
 
-TEST_F(Services, UnimplementedEtcdServicesAnswerUnimplemented) {
+TEST_F(Services, UnknownMethodsAndServicesAnswerUnimplemented) {
   const std::vector<std::string> methods = {
-      "/etcdserverpb.Lease/NoSuchMethod", "/etcdserverpb.Watch/NoSuchMethod", "/etcdserverpb.Auth/Authenticate",
-      "/etcdserverpb.Auth/AuthEnable",    "/etcdserverpb.Auth/UserAdd",      "/etcdserverpb.Auth/RoleList",
-      "/etcdserverpb.KV/NoSuchMethod",    "/revkv.v1.Admin/NoSuchMethod",    "/v3lockpb.Lock/NoSuchMethod",
+      "/etcdserverpb.Lease/NoSuchMethod", "/etcdserverpb.Watch/NoSuchMethod",
+      "/etcdserverpb.Auth/NoSuchMethod",  "/etcdserverpb.NoSuchService/Authenticate",
+      "/etcdserverpb.KV/NoSuchMethod",    "/revkv.v1.Admin/NoSuchMethod",
+      "/v3lockpb.Lock/NoSuchMethod",
   };
   const std::vector<grpc::Status> statuses = CallEmpty(methods, std::chrono::seconds(10));
   for (size_t i = 0; i < methods.size(); ++i) {
@@ -206,15 +206,14 @@ TEST_F(Services, WatchIsServedBesideTheCompletionQueueServices) {
   context.TryCancel();
 }
 
-// Maintenance and Cluster are served (Status, Alarm, MemberList); their other methods are declared in
-// rpc.proto but not implemented. A client such as `etcdctl defrag` must be told so at once, not left
-// waiting for an answer that never comes.
+// Cluster is served (MemberList); its other methods are declared in rpc.proto but not implemented (a
+// single member has no membership to change). A client such as `etcdctl member add` must be told so at
+// once, not left waiting for an answer that never comes.
 TEST_F(Services, UnservedMethodsOfServedEtcdServicesAnswerUnimplemented) {
   const std::vector<std::string> methods = {
-      "/etcdserverpb.Maintenance/Defragment", "/etcdserverpb.Maintenance/Hash",
-      "/etcdserverpb.Maintenance/HashKV",     "/etcdserverpb.Maintenance/MoveLeader",
-      "/etcdserverpb.Maintenance/Snapshot",   "/etcdserverpb.Cluster/MemberAdd",
-      "/etcdserverpb.Cluster/MemberRemove",   "/etcdserverpb.Cluster/MemberUpdate",
+      "/etcdserverpb.Cluster/MemberAdd",
+      "/etcdserverpb.Cluster/MemberRemove",
+      "/etcdserverpb.Cluster/MemberUpdate",
       "/etcdserverpb.Cluster/MemberPromote",
   };
   const std::vector<grpc::Status> statuses = CallEmpty(methods, std::chrono::seconds(5));

@@ -1,7 +1,8 @@
-// Our etcdserverpb, mvccpb, v3lockpb and v3electionpb protos are wire-compatible with etcd 3.4's: every
-// message, field, enum value, service and method we declare is etcd's, with etcd's numbers, types and
-// names, and we declare every method of etcd's KV, Watch, Lease, Cluster, Maintenance, Lock and Election
-// services under etcd's gRPC paths.
+// Our etcdserverpb, authpb, mvccpb, v3lockpb and v3electionpb protos are wire-compatible with etcd 3.4's:
+// every message, field, enum value, service and method we declare is etcd's, with etcd's numbers, types
+// and names, and we declare every method of etcd's KV, Watch, Lease, Cluster, Maintenance, Auth, Lock and
+// Election services under etcd's gRPC paths. One named exception: Auth/AuthStatus and its two messages,
+// etcd 3.5's additions (kEtcd35Additions), checked against etcd 3.5's definitions written out below.
 //
 // etcd's files, from Debian's golang-etcd-server-dev, are compiled by protoc into a descriptor set when
 // the test runs. They import "etcd/mvcc/mvccpb/kv.proto" and "etcd/auth/authpb/auth.proto", which resolve
@@ -21,6 +22,7 @@
 #include <cstdlib>
 #include <filesystem>
 #include <fstream>
+#include <map>
 #include <memory>
 #include <set>
 #include <sstream>
@@ -50,15 +52,25 @@ const std::string kEtcdElectionProto = "etcd/etcdserver/api/v3election/v3electio
 
 // Our files checked against etcd's.
 const std::vector<std::string> kOurFiles = {"etcdserverpb/rpc.proto", "mvccpb/kv.proto",
-                                            "v3lockpb/v3lock.proto", "v3electionpb/v3election.proto"};
+                                            "v3lockpb/v3lock.proto", "v3electionpb/v3election.proto",
+                                            "authpb/auth.proto"};
 // etcd's file for each of ours, in the same order.
 const std::vector<std::string> kEtcdFiles = {kEtcdRpcProto, "etcd/mvcc/mvccpb/kv.proto", kEtcdLockProto,
-                                             kEtcdElectionProto};
+                                             kEtcdElectionProto, "etcd/auth/authpb/auth.proto"};
+
+// etcd 3.5's additions revkv declares (rpc.proto: AuthStatus), with etcd 3.5's definitions: each field as
+// "name number type" (the type's full name for a message, protobuf's type name otherwise).
+const std::map<std::string, std::vector<std::string>> kEtcd35Messages = {
+    {"etcdserverpb.AuthStatusRequest", {}},
+    {"etcdserverpb.AuthStatusResponse",
+     {"header 1 etcdserverpb.ResponseHeader", "enabled 2 bool", "authRevision 3 uint64"}},
+};
+const std::string kEtcd35Method = "etcdserverpb.Auth.AuthStatus";
 
 // The services revkv serves, each with every method of etcd's.
 const std::vector<std::string> kServices = {
-    "etcdserverpb.KV",          "etcdserverpb.Watch",       "etcdserverpb.Lease", "etcdserverpb.Cluster",
-    "etcdserverpb.Maintenance", "v3lockpb.Lock",            "v3electionpb.Election"};
+    "etcdserverpb.KV",          "etcdserverpb.Watch", "etcdserverpb.Lease", "etcdserverpb.Cluster",
+    "etcdserverpb.Maintenance", "etcdserverpb.Auth",  "v3lockpb.Lock",      "v3electionpb.Election"};
 
 // etcd's gRPC paths for the services revkv serves, as etcd's clients call them.
 const std::vector<std::string> kEtcdPaths = {
@@ -85,6 +97,22 @@ const std::vector<std::string> kEtcdPaths = {
     "/etcdserverpb.Maintenance/HashKV",
     "/etcdserverpb.Maintenance/Snapshot",
     "/etcdserverpb.Maintenance/MoveLeader",
+    "/etcdserverpb.Auth/AuthEnable",
+    "/etcdserverpb.Auth/AuthDisable",
+    "/etcdserverpb.Auth/Authenticate",
+    "/etcdserverpb.Auth/UserAdd",
+    "/etcdserverpb.Auth/UserGet",
+    "/etcdserverpb.Auth/UserList",
+    "/etcdserverpb.Auth/UserDelete",
+    "/etcdserverpb.Auth/UserChangePassword",
+    "/etcdserverpb.Auth/UserGrantRole",
+    "/etcdserverpb.Auth/UserRevokeRole",
+    "/etcdserverpb.Auth/RoleAdd",
+    "/etcdserverpb.Auth/RoleGet",
+    "/etcdserverpb.Auth/RoleList",
+    "/etcdserverpb.Auth/RoleDelete",
+    "/etcdserverpb.Auth/RoleGrantPermission",
+    "/etcdserverpb.Auth/RoleRevokePermission",
     "/v3lockpb.Lock/Lock",
     "/v3lockpb.Lock/Unlock",
     "/v3electionpb.Election/Campaign",
@@ -268,6 +296,17 @@ TEST_F(WireCompatibility, EveryMessageMatchesEtcdFieldByField) {
   for (const pb::FileDescriptor* file : OurFiles()) {
     for (const pb::Descriptor* ours : MessagesOf(file)) {
       const pb::Descriptor* etcd = etcd_->pool.FindMessageTypeByName(ours->full_name());
+      if (auto added = kEtcd35Messages.find(ours->full_name()); added != kEtcd35Messages.end()) {
+        std::vector<std::string> declared;
+        for (int i = 0; i < ours->field_count(); ++i) {
+          const pb::FieldDescriptor* f = ours->field(i);
+          declared.push_back(f->name() + " " + std::to_string(f->number()) + " " +
+                             (TypeName(f).empty() ? f->type_name() : TypeName(f)));
+        }
+        if (etcd != nullptr) problems.push_back(ours->full_name() + " is etcd 3.4's after all");
+        if (declared != added->second) problems.push_back(ours->full_name() + " is not etcd 3.5's");
+        continue;
+      }
       if (etcd == nullptr) {
         problems.push_back("message " + ours->full_name() + " is not etcd's");
         continue;
@@ -342,6 +381,15 @@ TEST_F(WireCompatibility, EveryMethodWeDeclareIsEtcdsWithItsTypesAndStreaming) {
         const pb::MethodDescriptor* f = ours->method(m);
         const pb::MethodDescriptor* e = etcd->FindMethodByName(f->name());
         ++methods;
+        if (f->full_name() ==
+            kEtcd35Method) {  // etcd 3.5's: AuthStatus(AuthStatusRequest) AuthStatusResponse
+          if (e != nullptr || f->input_type()->full_name() != "etcdserverpb.AuthStatusRequest" ||
+              f->output_type()->full_name() != "etcdserverpb.AuthStatusResponse" || f->client_streaming() ||
+              f->server_streaming()) {
+            problems.push_back(f->full_name() + " is not etcd 3.5's");
+          }
+          continue;
+        }
         if (e == nullptr) {
           problems.push_back(f->full_name() + ": etcd has no such method");
           continue;
@@ -361,7 +409,7 @@ TEST_F(WireCompatibility, EveryMethodWeDeclareIsEtcdsWithItsTypesAndStreaming) {
       }
     }
   }
-  EXPECT_EQ(methods, 30);
+  EXPECT_EQ(methods, 47);  // 30 + Auth's 16 + AuthStatus
   EXPECT_TRUE(problems.empty()) << ::testing::PrintToString(problems);
 }
 
@@ -392,7 +440,9 @@ TEST_F(WireCompatibility, GrpcPathsOfBothDefinitionsAreEtcds) {
     for (int m = 0; m < etcd->method_count(); ++m) etcd_paths.insert(Path(etcd->method(m)));
   }
   const std::set<std::string> expected(kEtcdPaths.begin(), kEtcdPaths.end());
-  EXPECT_EQ(ours_paths, expected);
+  std::set<std::string> ours_expected = expected;
+  ours_expected.insert("/etcdserverpb.Auth/AuthStatus");  // etcd 3.5's
+  EXPECT_EQ(ours_paths, ours_expected);
   EXPECT_EQ(etcd_paths, expected);
 }
 
@@ -405,6 +455,7 @@ TEST_F(WireCompatibility, GeneratedServicesServeEtcdsPaths) {
   etcdserverpb::Maintenance::AsyncService maintenance;
   etcdserverpb::Watch::AsyncService watch;
   etcdserverpb::Lease::AsyncService lease;
+  etcdserverpb::Auth::AsyncService auth;
   v3lockpb::Lock::AsyncService lock;
   v3electionpb::Election::AsyncService election;
   grpc::ServerBuilder builder;
@@ -413,6 +464,7 @@ TEST_F(WireCompatibility, GeneratedServicesServeEtcdsPaths) {
   builder.RegisterService(&maintenance);
   builder.RegisterService(&watch);
   builder.RegisterService(&lease);
+  builder.RegisterService(&auth);
   builder.RegisterService(&lock);
   builder.RegisterService(&election);
   std::unique_ptr<grpc::ServerCompletionQueue> server_cq = builder.AddCompletionQueue();
@@ -438,6 +490,7 @@ TEST_F(WireCompatibility, GeneratedServicesServeEtcdsPaths) {
   grpc::CompletionQueue cq;
   std::vector<std::unique_ptr<Call>> calls;
   std::vector<std::string> paths = kEtcdPaths;
+  paths.push_back("/etcdserverpb.Auth/AuthStatus");
   paths.push_back("/etcdserverpb.KV/NoSuchMethod");  // the control: answered UNIMPLEMENTED
   const grpc::ByteBuffer empty_request;
   for (const std::string& path : paths) {

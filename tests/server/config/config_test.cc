@@ -34,6 +34,7 @@ const std::vector<std::string> kExpectedFlags = {"name",
                                                  "max-heap",
                                                  "nursery-size",
                                                  "evacuation-reserve",
+                                                 "quota-backend-bytes",
                                                  "max-request-bytes",
                                                  "max-txn-ops",
                                                  "measure-reads-before-durable",
@@ -41,6 +42,8 @@ const std::vector<std::string> kExpectedFlags = {"name",
                                                  "key-file",
                                                  "trusted-ca-file",
                                                  "client-cert-auth",
+                                                 "auth-token-ttl",
+                                                 "bcrypt-cost",
                                                  "log-level",
                                                  "log-format"};
 
@@ -448,6 +451,21 @@ TEST(Config, DeployTomlIsValidAndMatchesTheDefaults) {
   EXPECT_EQ(config.data_dir, "/var/lib/revkv");
 }
 
+// etcd's --quota-backend-bytes: a size, 0 for the default (3/4 of the heap), a negative number for none.
+TEST(Config, QuotaBackendBytesTakesASizeZeroOrANegativeNumber) {
+  EXPECT_EQ(Parse({}).quota_backend_bytes, 0);
+  EXPECT_EQ(Parse({}).EffectiveQuotaBytes(), static_cast<int64_t>((uint64_t{2} << 30) / 4 * 3));
+  EXPECT_EQ(Parse({"--quota-backend-bytes", "8MiB"}).EffectiveQuotaBytes(), 8 << 20);
+  EXPECT_EQ(Parse({"--quota-backend-bytes=1048576"}).EffectiveQuotaBytes(), 1048576);
+  EXPECT_EQ(Parse({"--quota-backend-bytes=-1"}).quota_backend_bytes, -1);
+  EXPECT_EQ(Parse({"--quota-backend-bytes=-1"}).EffectiveQuotaBytes(), 0);
+  EXPECT_EQ(Parse({"--max-heap", "1GiB"}).EffectiveQuotaBytes(), 768 << 20);
+  EXPECT_CONTAINS(Error({"--quota-backend-bytes=-x"}), "--quota-backend-bytes");
+  EXPECT_CONTAINS(Error({"--quota-backend-bytes", "lots"}), "--quota-backend-bytes");
+  const std::string file = WriteFile("quota.toml", "quota_backend_bytes = \"16MiB\"\n");
+  EXPECT_EQ(Parse({"--config", file}).EffectiveQuotaBytes(), 16 << 20);
+}
+
 // --repair-wal is an action on the command line, never a setting a config file could leave on.
 TEST(Config, RepairWalIsACommandLineActionOnly) {
   EXPECT_FALSE(Parse({}).repair_wal);
@@ -456,6 +474,17 @@ TEST(Config, RepairWalIsACommandLineActionOnly) {
   EXPECT_CONTAINS(Error({"--config", file}), "unknown key 'repair_wal'");
   EXPECT_CONTAINS(HelpText(), "--repair-wal");
   EXPECT_CONTAINS(ReadFile(std::string(REVKV_SOURCE_DIR) + "/docs/configuration.md"), "`--repair-wal`");
+}
+
+// --restore-snapshot FILE is an action on the command line too, and not together with --repair-wal.
+TEST(Config, RestoreSnapshotIsACommandLineActionOnly) {
+  EXPECT_EQ(Parse({}).restore_snapshot, "");
+  EXPECT_EQ(Parse({"--restore-snapshot", "/tmp/s.db", "--data-dir", "/tmp/x"}).restore_snapshot, "/tmp/s.db");
+  const std::string file = WriteFile("restore.toml", "restore_snapshot = \"/tmp/s.db\"\n");
+  EXPECT_CONTAINS(Error({"--config", file}), "unknown key 'restore_snapshot'");
+  EXPECT_CONTAINS(Error({"--restore-snapshot", "/tmp/s.db", "--repair-wal"}), "separate actions");
+  EXPECT_CONTAINS(HelpText(), "--restore-snapshot");
+  EXPECT_CONTAINS(ReadFile(std::string(REVKV_SOURCE_DIR) + "/docs/configuration.md"), "`--restore-snapshot`");
 }
 
 // docs/configuration.md documents every flag and TOML key.
