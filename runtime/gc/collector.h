@@ -90,6 +90,14 @@ void VerifyHeapAfterMajorCollection(const std::vector<ThreadContext*>& threads);
 // Checks the survivors of `self`'s minor or local collection after its nursery was reset; aborts with a
 // message on a broken invariant. Owner thread, inside the collection.
 void VerifySurvivorsOfNurseryCollection(ThreadContext* self, const std::vector<Object*>& survivors);
+// The immutability check of global objects (verifier.cc): samples some of `published` (objects a local
+// collection just made global); checks one sample (a write commit, after publishing); checks every sample
+// and forgets them all (a major collection, world stopped, before anything moves). Each aborts with a
+// message if a sampled object's bytes other than its header and reference slots changed. No-ops unless
+// HeapVerificationEnabled(). Thread-safe; never polls, blocks on the heap or allocates on it.
+void SampleGlobalObjects(const std::vector<Object*>& published);
+void CheckOneGlobalObjectSample();
+void CheckAndForgetGlobalObjectSamples();
 
 // Serializes major collections (and explicit minor ones requested while one runs).
 std::mutex& CollectorMutex();

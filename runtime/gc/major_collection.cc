@@ -59,6 +59,7 @@ class MajorCollector final : public Relocator {
     const size_t before = PageSpace::Get().InUseBytes();
 
     RunStoppedWorldHookForTesting();
+    CheckAndForgetGlobalObjectSamples();  // before anything moves or is freed
     client_ = Client();
     horizon_ = client_ != nullptr ? client_->SnapshotHorizon() : 0;
     for (ThreadContext* t : registry.threads()) {

@@ -67,7 +67,10 @@ class NurseryCollector final : public Relocator {
     Drain();
     FinishInPlaceChunks();
     self_->heap.ResetNursery();
-    if (verify_) VerifySurvivorsOfNurseryCollection(self_, survivors_);
+    if (verify_) {
+      VerifySurvivorsOfNurseryCollection(self_, survivors_);
+      SampleGlobalObjects(survivors_);  // every survivor of a local collection is global now
+    }
   }
 
   uint64_t bytes_copied = 0;

@@ -136,9 +136,12 @@ void Notify(const CollectionRecord& record) {
   const unsigned bit = 1u << static_cast<int>(record.kind);
   if ((s.listened_kinds.load(std::memory_order_relaxed) & bit) == 0) return;
   std::lock_guard<std::mutex> lock(s.listeners_mu);
+  ThreadContext* self = CurrentThread();
+  if (self != nullptr) self->in_collection_listener = true;  // debug builds: no heap access inside
   for (auto& [id, entry] : s.listeners) {
     if (entry.first & bit) entry.second(record);
   }
+  if (self != nullptr) self->in_collection_listener = false;
 }
 }  // namespace
 

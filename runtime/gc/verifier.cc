@@ -16,11 +16,22 @@
 //    survivors only: none of their slots may point into the nursery just emptied (the remembered set is
 //    empty now, so such a slot would be an unremembered old-to-nursery pointer, and dangling), and no
 //    h_revision is a lock value.
+//  - Global objects are immutable (seed 000): once a local collection has made an object global, only
+//    its header (flags, h_revision) and its reference slots (the container fix-ups the seed allows)
+//    may change, and a versioned object's commit time is written once, at its commit. The verifier
+//    samples every 8th object a local collection makes global (up to 4 KiB each, 64 at a time) with a
+//    checksum of the rest of its bytes; each write commit re-checks one sample in turn, and a major
+//    collection re-checks all of them while the world is stopped, before anything moves, and then
+//    forgets them. The table holds raw pointers outside the heap, which the collector neither traces
+//    nor updates: that is sound only because no global object moves or is freed except by a major
+//    collection, and the table is emptied at its start.
 #include <algorithm>
 #include <atomic>
+#include <bitset>
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
+#include <mutex>
 #include <vector>
 
 #include "runtime/gc/collector.h"
@@ -147,6 +158,93 @@ void VerifySurvivorsOfNurseryCollection(ThreadContext* self, const std::vector<O
       }
     });
   }
+}
+
+// ----- Immutability of global objects (sampled; see the top of this file) -----
+
+namespace {
+constexpr size_t kImmutabilitySamples = 64;
+constexpr uint32_t kSampleEvery = 8;
+constexpr uint32_t kMaxSampledBytes = 4096;
+
+struct ImmutabilitySample {
+  const Object* object = nullptr;
+  uint64_t checksum = 0;
+};
+
+struct ImmutabilitySamples {
+  std::mutex mu;  // never held across a poll, a block or an allocation
+  ImmutabilitySample samples[kImmutabilitySamples];  // guarded by mu
+  size_t count = 0;                                  // guarded by mu
+  size_t next_slot = 0;                              // guarded by mu
+  size_t next_check = 0;                             // guarded by mu
+  // Objects offered since start; relaxed: only picks which ones are sampled.
+  std::atomic<uint32_t> offered{0};
+};
+
+ImmutabilitySamples& Samples() {
+  static ImmutabilitySamples& s = *new ImmutabilitySamples();
+  return s;
+}
+
+// FNV-1a over the object's words past its header (and a versioned object's commit time), skipping
+// its reference slots.
+uint64_t PayloadChecksum(const Object* o) {
+  std::bitset<kMaxSampledBytes / sizeof(uintptr_t)> refs;
+  ForEachReferenceSlot(const_cast<Object*>(o), [&](std::atomic<Object*>* slot) {
+    refs.set((reinterpret_cast<const char*>(slot) - reinterpret_cast<const char*>(o)) / sizeof(uintptr_t));
+  });
+  const size_t first = (LayoutOf(o->type()).versioned ? sizeof(VersionedObject) : sizeof(Object));
+  const char* base = reinterpret_cast<const char*>(o);
+  uint64_t h = 1469598103934665603ull;
+  for (size_t off = first; off + sizeof(uintptr_t) <= o->size(); off += sizeof(uintptr_t)) {
+    if (refs.test(off / sizeof(uintptr_t))) continue;
+    uintptr_t word;
+    std::memcpy(&word, base + off, sizeof word);
+    h = (h ^ word) * 1099511628211ull;
+  }
+  return h;
+}
+
+void CheckSampleLocked(const ImmutabilitySample& sample) {
+  const uint64_t now = PayloadChecksum(sample.object);
+  if (now != sample.checksum) {
+    Fail("a global object's bytes changed after it was published", sample.object, nullptr, now);
+  }
+}
+}  // namespace
+
+void SampleGlobalObjects(const std::vector<Object*>& published) {
+  if (!HeapVerificationEnabled()) return;
+  ImmutabilitySamples& s = Samples();
+  for (Object* o : published) {
+    if (s.offered.fetch_add(1, std::memory_order_relaxed) % kSampleEvery != 0) continue;
+    if (!o->HasFlag(kGlobal) || o->size() > kMaxSampledBytes) continue;
+    const uint64_t checksum = PayloadChecksum(o);
+    std::lock_guard<std::mutex> lock(s.mu);
+    s.samples[s.next_slot] = ImmutabilitySample{o, checksum};
+    s.next_slot = (s.next_slot + 1) % kImmutabilitySamples;
+    s.count = std::min(s.count + 1, kImmutabilitySamples);
+  }
+}
+
+void CheckOneGlobalObjectSample() {
+  if (!HeapVerificationEnabled()) return;
+  ImmutabilitySamples& s = Samples();
+  std::lock_guard<std::mutex> lock(s.mu);
+  if (s.count == 0) return;
+  s.next_check = (s.next_check + 1) % s.count;
+  CheckSampleLocked(s.samples[s.next_check]);
+}
+
+void CheckAndForgetGlobalObjectSamples() {
+  if (!HeapVerificationEnabled()) return;
+  ImmutabilitySamples& s = Samples();
+  std::lock_guard<std::mutex> lock(s.mu);
+  for (size_t i = 0; i < s.count; ++i) CheckSampleLocked(s.samples[i]);
+  s.count = 0;
+  s.next_slot = 0;
+  s.next_check = 0;
 }
 
 }  // namespace revkv::runtime

@@ -73,6 +73,7 @@ absl::StatusOr<Object*> Allocate(TypeId type, size_t size) {
   ThreadContext* self = RequireThread();
 #ifdef REVKV_DEBUG_CHECKS
   internal::CheckNoCommitLocks("an allocation");
+  internal::CheckHeapAccess("an allocation");
 #endif
   if (size <= kLargeObjectThreshold) {
     char* p = self->heap.TryBumpNursery(size);

@@ -55,6 +55,17 @@ void internal::CheckNoCommitLocks(const char* what) {
   }
 }
 
+void internal::CheckHeapAccess(const char* what) {
+  if (t_current == nullptr) return;
+  const char* why = t_current->safe_region_depth > 0 ? "which is in a safe region"
+                    : t_current->in_collection_listener ? "inside a collection listener"
+                                                        : nullptr;
+  if (why != nullptr) {
+    std::fprintf(stderr, "revkv runtime: %s on thread '%s', %s\n", what, t_current->name.c_str(), why);
+    std::abort();
+  }
+}
+
 namespace {
 
 // How long the collector spins on a running thread before sleeping on its state word. Threads poll

@@ -44,6 +44,11 @@ void PollSlow();
 // Debug builds: aborts, naming `what`, if the calling thread holds STM header locks (see
 // ThreadContext::holds_commit_locks). A no-op on an unregistered thread.
 void CheckNoCommitLocks(const char* what);
+// Debug builds: aborts, naming `what`, if the calling thread may not touch the heap now: it is in a
+// safe region (a collection may be running and moving what it would touch) or inside a collection
+// listener (which runs on the collecting thread and must not allocate). A no-op on an unregistered
+// thread.
+void CheckHeapAccess(const char* what);
 }  // namespace internal
 
 // A safepoint poll: stops here if a collection asked all threads to stop, or runs a wanted major
@@ -51,6 +56,7 @@ void CheckNoCommitLocks(const char* what);
 inline void Poll() {
 #ifdef REVKV_DEBUG_CHECKS
   internal::CheckNoCommitLocks("Poll()");
+  internal::CheckHeapAccess("Poll()");
 #endif
   if (internal::g_poll_word.load(std::memory_order_relaxed) != 0) [[unlikely]] {
     internal::PollSlow();

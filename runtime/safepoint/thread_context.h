@@ -40,6 +40,9 @@ struct ThreadContext {
   // (REVKV_DEBUG_CHECKS) abort when such a thread polls, enters a safe region or allocates: a collection
   // must never find a locked header, and a thread spinning on the lock must never wait for a stop.
   bool holds_commit_locks = false;
+  // Owner only: collection listeners are running on this thread (statistics.cc). Debug builds abort when
+  // such a thread touches the heap (internal::CheckHeapAccess): a listener must not allocate.
+  bool in_collection_listener = false;
   ThreadHeap heap;
   internal::RootNode roots{&roots, &roots,
                            internal::RootNode::kMask};  // sentinel of the thread's Root<T> list

@@ -260,6 +260,9 @@ Object* Localize(TxDescriptor* d, Object* r) {
 
 // seed 000 DirectReadBarrier.
 Object* Tx::ReadBarrier(Object* p, Object* container, std::atomic<Object*>* slot) {
+#ifdef REVKV_DEBUG_CHECKS
+  revkv::runtime::internal::CheckHeapAccess("a barrier");
+#endif
   if (p == nullptr) return p;
   // First an acquire load of h_revision: it pairs with the release store that published p (a reference
   // found in a fixed-up field was stored with relaxed order), so p's header and body are visible.
@@ -284,6 +287,9 @@ Object* Tx::ReadBarrier(Object* p, Object* container, std::atomic<Object*>* slot
 
 // seed 000 WriteBarrier.
 Object* Tx::WriteBarrier(Object* p) {
+#ifdef REVKV_DEBUG_CHECKS
+  revkv::runtime::internal::CheckHeapAccess("a barrier");
+#endif
   if (p->HasFlag(kWritten)) return p;  // fast path
   TxDescriptor* d = d_;
   d->will_write = true;
@@ -310,6 +316,9 @@ Object* Tx::WriteBarrier(Object* p) {
 
 // seed 000 WriteBarrierFromReadReady.
 Object* Tx::WriteBarrierFromReadReady(Object* ready) {
+#ifdef REVKV_DEBUG_CHECKS
+  revkv::runtime::internal::CheckHeapAccess("a barrier");
+#endif
   if (ready->HasFlag(kWritten)) return ready;
   TxDescriptor* d = d_;
   d->will_write = true;

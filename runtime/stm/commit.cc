@@ -379,6 +379,7 @@ void CommitTransaction(TxDescriptor* d) {
   d->last_commit_time = cur_time + 1;
   for (const auto& [root, object] : d->publish_at_commit) root->Store(object);
 
+  CheckOneGlobalObjectSample();  // heap verification only: no global object's bytes changed
   d->counters.commits.fetch_add(1, std::memory_order_relaxed);
   d->counters.write_commits.fetch_add(1, std::memory_order_relaxed);
   d->counters.read_set_sizes.Record(reads);

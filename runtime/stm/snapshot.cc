@@ -47,6 +47,9 @@ bool MustWaitForLock(const Object* r, uintptr_t v, uint64_t time) {
 }  // namespace
 
 Object* SnapshotTx::SnapshotRead(Object* p) {
+#ifdef REVKV_DEBUG_CHECKS
+  revkv::runtime::internal::CheckHeapAccess("a snapshot read");
+#endif
   if (p == nullptr) return p;
   Object* r = p;
   int spins = 0;

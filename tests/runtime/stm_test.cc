@@ -16,6 +16,7 @@
 #include <thread>
 #include <vector>
 
+#include "runtime/gc/collector.h"  // HeapVerificationEnabled
 #include "runtime/gc/gc.h"
 #include "runtime/heap/heap.h"
 #include "runtime/safepoint/safepoint.h"
@@ -890,7 +891,73 @@ TEST_F(CommitLockDiscipline, TheLocksAreForgottenWhenTheCommitEnds) {
   Poll();
   EXPECT_TRUE(NewBytes("after a failure").ok());
 }
+
+// No heap access inside a safe region (a collection may be running and moving what would be touched)
+// or inside a collection listener (which runs on the collecting thread). Debug builds check it.
+TEST_F(StmTest, AllocatingInsideASafeRegionAborts) {
+  GTEST_FLAG_SET(death_test_style, "threadsafe");
+  EXPECT_DEATH(
+      {
+        SafeRegion region;
+        (void)NewBytes("x");
+      },
+      "an allocation on thread .* which is in a safe region");
+}
+
+TEST_F(StmTest, ABarrierInsideASafeRegionAborts) {
+  GTEST_FLAG_SET(death_test_style, "threadsafe");
+  MakeAccounts(1, 5);
+  EXPECT_DEATH((void)stm::Atomically([&](Tx& tx) {
+                 auto t = tx.Read(table());
+                 SafeRegion region;
+                 (void)tx.Read(Ref<Account>(t->at(0)))->balance;
+               }),
+               "a barrier on thread .* which is in a safe region");
+}
+
+TEST_F(StmTest, PollingInsideASafeRegionAborts) {
+  GTEST_FLAG_SET(death_test_style, "threadsafe");
+  EXPECT_DEATH(
+      {
+        SafeRegion region;
+        Poll();
+      },
+      "Poll\\(\\) on thread .* which is in a safe region");
+}
+
+TEST_F(StmTest, AllocatingInACollectionListenerAborts) {
+  GTEST_FLAG_SET(death_test_style, "threadsafe");
+  EXPECT_DEATH(
+      {
+        AddCollectionListener([](const CollectionRecord&) { (void)NewBytes("x"); });
+        CollectMajor();
+      },
+      "an allocation on thread .* inside a collection listener");
+}
 #endif  // REVKV_DEBUG_CHECKS
+
+// Global objects are immutable (seed 000): the heap verifier samples objects as they are published and
+// re-checks them, so a byte of a published account changed behind the STM's back (here through a raw
+// pointer) stops the process at the next major collection at the latest. With the check switched off
+// (no sampling) the process survives and the test fails.
+__attribute__((noinline)) void CorruptPublishedAccountsThenCollect(Table* table) {
+  for (size_t i = 0; i < table->size; ++i) {
+    auto* account = static_cast<Account*>(table->at(i).slot()->load(std::memory_order_relaxed));
+    account->writes = 12345;  // not a reference slot: the STM never writes a global revision's body
+  }
+  CollectMajor();
+}
+
+TEST_F(StmTest, TheVerifierCatchesAPublishedObjectWhoseBytesChange) {
+  ASSERT_TRUE(HeapVerificationEnabled());
+  GTEST_FLAG_SET(death_test_style, "threadsafe");
+  MakeAccounts(64, 1);
+  EXPECT_DEATH(CorruptPublishedAccountsThenCollect(table().unsafe_raw()),
+               "heap verifier: a global object's bytes changed after it was published");
+  // The same collection passes when nothing was changed.
+  CollectMajor();
+  EXPECT_EQ(SnapshotTotal(), 64);
+}
 
 // kPossiblyOutdated on a head sends every reader's barrier the slow way. A writer that aborts must not
 // leave it set once no written copy of the head remains; while another transaction still holds one, the
