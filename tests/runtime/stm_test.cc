@@ -942,7 +942,7 @@ TEST_F(StmTest, AllocatingInACollectionListenerAborts) {
 // (no sampling) the process survives and the test fails.
 __attribute__((noinline)) void CorruptPublishedAccountsThenCollect(Table* table) {
   for (size_t i = 0; i < table->size; ++i) {
-    auto* account = static_cast<Account*>(table->at(i).slot()->load(std::memory_order_relaxed));
+    auto* account = static_cast<Account*>(table->at(i).unsafe_slot()->load(std::memory_order_relaxed));
     account->writes = 12345;  // not a reference slot: the STM never writes a global revision's body
   }
   CollectMajor();
