@@ -21,6 +21,7 @@
 #include "absl/base/thread_annotations.h"
 #include "absl/synchronization/mutex.h"
 #include "bench/null_server/completion.h"
+#include "bench/null_server/kv_backend.h"
 #include "bench/null_server/method_counters.h"
 #include "etcdserverpb/rpc.grpc.pb.h"
 #include "revkv/v1/kv.grpc.pb.h"
@@ -44,9 +45,6 @@ class PeerLog {
   mutable absl::Mutex mu_;
   std::set<std::string> peers_ ABSL_GUARDED_BY(mu_);
 };
-
-// The member id (and cluster id) in the null server's MemberList and Status answers.
-inline constexpr uint64_t kNullMemberId = 0x6e756c6c;  // "null"
 
 // What a worker shares with the handlers on its queue. Owner thread only.
 struct WorkerContext {

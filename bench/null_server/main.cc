@@ -1,6 +1,7 @@
 // revkv-null-server: serves revkv's data-path services with empty handlers (see null_server.h).
 //
-//   revkv-null-server [--listen 127.0.0.1:2390] [--workers N] [--stats-file counts.json]
+//   revkv-null-server [--listen 127.0.0.1:2390] [--api callback|cq] [--store none|map] [--workers N]
+//                     [--stats-file counts.json]
 //
 // Runs until SIGINT or SIGTERM, then prints the requests it served per method to stderr and, with
 // --stats-file, writes them as a JSON object {"Range": n, "Put": n, ...}.
@@ -8,6 +9,7 @@
 #include <csignal>
 #include <cstdio>
 #include <fstream>
+#include <map>
 #include <nlohmann/json.hpp>
 #include <thread>
 
@@ -21,7 +23,22 @@ int Main(int argc, char** argv) {
   CLI::App app("revkv-null-server: revkv's gRPC services with empty handlers, the gRPC ceiling");
   app.add_option("--listen", options.listen, "address to serve on (host:port; port 0 picks one)")
       ->capture_default_str();
-  app.add_option("--workers", options.workers, "worker threads, each with its own completion queue")
+  app.add_option("--api", options.api, "gRPC API: callback (gRPC's threads) or cq (completion queues)")
+      ->transform(CLI::CheckedTransformer(
+          std::map<std::string, revkv::bench::NullServerApi>{
+              {"callback", revkv::bench::NullServerApi::kCallback},
+              {"cq", revkv::bench::NullServerApi::kCompletionQueue}},
+          CLI::ignore_case))
+      ->default_str("callback");
+  app.add_option(
+         "--store", options.store,
+         "none: answer empty (the gRPC ceiling); map: a std::map-like store behind one lock (callback)")
+      ->transform(CLI::CheckedTransformer(
+          std::map<std::string, revkv::bench::NullServerStore>{{"none", revkv::bench::NullServerStore::kNone},
+                                                               {"map", revkv::bench::NullServerStore::kMap}},
+          CLI::ignore_case))
+      ->default_str("none");
+  app.add_option("--workers", options.workers, "cq API: worker threads, each with its own completion queue")
       ->default_str("number of cores")
       ->check(CLI::NonNegativeNumber);
   app.add_option("--stats-file", stats_file, "write per-method request counts as JSON here on exit");
@@ -40,8 +57,9 @@ int Main(int argc, char** argv) {
     std::fprintf(stderr, "revkv-null-server: %s\n", server.status().ToString().c_str());
     return 1;
   }
-  std::fprintf(stderr, "revkv-null-server: listening on port %d with %d workers\n", (*server)->port(),
-               (*server)->workers());
+  std::fprintf(stderr, "revkv-null-server: listening on port %d, %s API, store %s, %d workers\n",
+               (*server)->port(), std::string(revkv::bench::NullServerApiName(options.api)).c_str(),
+               std::string(revkv::bench::NullServerStoreName(options.store)).c_str(), (*server)->workers());
 
   int signal = 0;
   sigwait(&stop_signals, &signal);

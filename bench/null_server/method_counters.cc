@@ -1,6 +1,9 @@
 // Names of the null server's counted methods.
 #include "bench/null_server/method_counters.h"
 
+#include <functional>
+#include <thread>
+
 namespace revkv::bench {
 
 std::string_view NullMethodName(NullMethod method) {
@@ -35,6 +38,19 @@ std::map<std::string, uint64_t> NullServerCounts::ToMap() const {
     map.emplace(NullMethodName(static_cast<NullMethod>(i)), by_method[i]);
   }
   return map;
+}
+
+void SharedMethodCounters::Increment(NullMethod method) {
+  thread_local const size_t shard = std::hash<std::thread::id>()(std::this_thread::get_id()) % kShards;
+  shards_[shard].counts[static_cast<int>(method)].fetch_add(1, std::memory_order_relaxed);
+}
+
+void SharedMethodCounters::AddTo(NullServerCounts* total) const {
+  for (const Shard& shard : shards_) {
+    for (int i = 0; i < kNullMethodCount; ++i) {
+      total->by_method[i] += shard.counts[i].load(std::memory_order_relaxed);
+    }
+  }
 }
 
 }  // namespace revkv::bench

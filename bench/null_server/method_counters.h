@@ -63,6 +63,25 @@ class alignas(64) MethodCounters {
   std::array<std::atomic<uint64_t>, kNullMethodCount> counts_{};
 };
 
+// Request counters bumped from any thread (the callback API runs handlers on gRPC's threads): a few
+// cache-line-separated shards, each thread bumping the one its id hashes to, so two threads rarely share
+// a line. Thread-safe.
+class SharedMethodCounters {
+ public:
+  // A relaxed fetch_add: readers need only each count to be exact once the writers are done (a client
+  // that has all its replies reads counts bumped before those replies were sent).
+  void Increment(NullMethod method);
+  // Adds every shard's counts into `total`.
+  void AddTo(NullServerCounts* total) const;
+
+ private:
+  static constexpr int kShards = 8;
+  struct alignas(64) Shard {
+    std::array<std::atomic<uint64_t>, kNullMethodCount> counts{};
+  };
+  std::array<Shard, kShards> shards_;
+};
+
 }  // namespace revkv::bench
 
 #endif  // REVKV_BENCH_NULL_SERVER_METHOD_COUNTERS_H_

@@ -9,7 +9,9 @@
 #include <chrono>
 
 #include "absl/strings/str_cat.h"
+#include "bench/null_server/callback_services.h"
 #include "bench/null_server/handlers.h"
+#include "bench/null_server/map_store.h"
 
 namespace revkv::bench {
 namespace {
@@ -20,6 +22,27 @@ constexpr int kHandlersPerServedMethod = 32;
 constexpr int kHandlersPerUnservedMethod = 1;
 
 }  // namespace
+
+std::string_view NullServerApiName(NullServerApi api) {
+  return api == NullServerApi::kCallback ? "callback" : "cq";
+}
+std::string_view NullServerStoreName(NullServerStore store) {
+  return store == NullServerStore::kMap ? "map" : "none";
+}
+
+struct NullServer::CallbackServices {
+  explicit CallbackServices(NullServerStore store)
+      : backend(store == NullServerStore::kMap ? std::unique_ptr<KvBackend>(std::make_unique<MapStore>())
+                                               : std::make_unique<NullBackend>()) {}
+  std::unique_ptr<KvBackend> backend;  // before env, which points at it
+  SharedMethodCounters counters;
+  PeerLog status_peers;
+  CallbackEnv env{backend.get(), &counters, &status_peers};
+  CallbackKv kv{env};
+  CallbackMaintenance maintenance{env};
+  CallbackCluster cluster{env};
+  CallbackPipeline pipeline{env};
+};
 
 struct NullServer::Services {
   PeerLog status_peers;
@@ -57,6 +80,10 @@ NullServer::NullServer() : services_(std::make_unique<Services>()) {}
 
 absl::StatusOr<std::unique_ptr<NullServer>> NullServer::Start(const NullServerOptions& options) {
   if (options.workers < 0) return absl::InvalidArgumentError("--workers must be at least 0");
+  if (options.api == NullServerApi::kCallback) return StartCallback(options);
+  if (options.store != NullServerStore::kNone) {
+    return absl::InvalidArgumentError("the map store is served on the callback API only");
+  }
   int worker_count = options.workers;
   if (worker_count == 0) worker_count = std::max(1, static_cast<int>(std::thread::hardware_concurrency()));
 
@@ -190,26 +217,54 @@ absl::StatusOr<std::unique_ptr<NullServer>> NullServer::Start(const NullServerOp
   return server;
 }
 
+absl::StatusOr<std::unique_ptr<NullServer>> NullServer::StartCallback(const NullServerOptions& options) {
+  std::unique_ptr<NullServer> server(new NullServer());
+  server->callback_ = std::make_unique<CallbackServices>(options.store);
+  CallbackServices& services = *server->callback_;
+  grpc::EnableDefaultHealthCheckService(true);
+  grpc::ServerBuilder builder;
+  builder.AddChannelArgument(GRPC_ARG_ALLOW_REUSEPORT, 0);
+  builder.AddListeningPort(options.listen, grpc::InsecureServerCredentials(), &server->port_);
+  builder.RegisterService(&services.kv);
+  builder.RegisterService(&services.maintenance);
+  builder.RegisterService(&services.cluster);
+  builder.RegisterService(&services.pipeline);
+  server->server_ = builder.BuildAndStart();
+  if (server->server_ == nullptr || server->port_ == 0) {
+    return absl::UnavailableError(absl::StrCat("cannot listen on ", options.listen));
+  }
+  return server;
+}
+
 NullServer::~NullServer() {
   Shutdown();
   server_.reset();  // the server goes before the queues and services it refers to
   workers_.clear();
   services_.reset();
+  callback_.reset();
 }
 
 NullServerCounts NullServer::Counts() const {
   NullServerCounts counts;
   for (const auto& worker : workers_) worker->counters.AddTo(&counts);
+  if (callback_ != nullptr) callback_->counters.AddTo(&counts);
   return counts;
 }
 
-std::set<std::string> NullServer::StatusPeers() const { return services_->status_peers.peers(); }
+std::set<std::string> NullServer::StatusPeers() const {
+  return callback_ != nullptr ? callback_->status_peers.peers() : services_->status_peers.peers();
+}
 
 void NullServer::Shutdown() {
   absl::MutexLock lock(&shutdown_mu_);
   if (shut_down_) return;
   shut_down_ = true;
   if (server_ == nullptr) return;  // Start failed before any worker ran
+  if (callback_ != nullptr) {
+    // Calls still open after the grace (Pipeline streams a client keeps open) are cancelled.
+    server_->Shutdown(std::chrono::system_clock::now() + std::chrono::seconds(1));
+    return;
+  }
   // After this returns no call is open and every posted request has failed or will fail; only then may
   // the queues shut down. Each worker shuts down its own queue (on its stop alarm), so no handler can
   // post to a queue after it was shut down.

@@ -7,14 +7,22 @@
 // against it is the cost of gRPC itself (HTTP/2, protobuf, the completion queues) on this machine. The
 // other Maintenance and Cluster methods answer UNIMPLEMENTED.
 //
-// It runs gRPC's async API with one server completion queue per worker thread; each worker drains its own
-// queue, so a call's handler only ever runs on one thread.
+// Two ways to serve, chosen by NullServerOptions::api (docs/benchmarks.md measures both):
+//   - callback (the default, and the faster one here): gRPC's callback API; handlers run on gRPC's own
+//     threads and answer before they return (callback_services.h).
+//   - cq: gRPC's async API with one server completion queue per worker thread (one per core) and many
+//     pending calls per method per queue (handlers.h); each worker drains its own queue.
+//
+// With NullServerOptions::store = kMap (callback API only) the KV methods are served by the naive store
+// (map_store.h: an ordered map behind one reader-writer lock, no durability) instead of answered empty:
+// the second baseline, what a server that does the obvious thing serves on this machine.
 #ifndef REVKV_BENCH_NULL_SERVER_NULL_SERVER_H_
 #define REVKV_BENCH_NULL_SERVER_NULL_SERVER_H_
 
 #include <memory>
 #include <set>
 #include <string>
+#include <string_view>
 #include <thread>
 #include <vector>
 
@@ -29,16 +37,26 @@ class Server;
 
 namespace revkv::bench {
 
+enum class NullServerApi { kCallback, kCompletionQueue };
+enum class NullServerStore { kNone, kMap };
+
+// "callback", "cq"; "none", "map".
+std::string_view NullServerApiName(NullServerApi api);
+std::string_view NullServerStoreName(NullServerStore store);
+
 struct NullServerOptions {
   std::string listen = "127.0.0.1:2390";  // host:port; port 0 picks a free one (see NullServer::port)
-  int workers = 0;                        // worker threads; 0 means one per core
+  NullServerApi api = NullServerApi::kCallback;
+  NullServerStore store = NullServerStore::kNone;  // kMap needs the callback API
+  int workers = 0;  // cq: worker threads (0: one per core); callback: unused (gRPC's threads)
 };
 
 // A running null server. Thread-safe.
 class NullServer {
  public:
   // Binds, starts the workers and returns the running server; fails with UNAVAILABLE when the address
-  // cannot be bound (in use, bad host) and INVALID_ARGUMENT for a negative worker count.
+  // cannot be bound (in use, bad host) and INVALID_ARGUMENT for a negative worker count or the map
+  // store on the cq API.
   static absl::StatusOr<std::unique_ptr<NullServer>> Start(const NullServerOptions& options);
 
   NullServer(const NullServer&) = delete;
@@ -46,7 +64,7 @@ class NullServer {
   ~NullServer();  // shuts down first when Shutdown was not called
 
   int port() const { return port_; }  // the bound port (the chosen one when asked for port 0)
-  int workers() const { return static_cast<int>(workers_.size()); }
+  int workers() const { return static_cast<int>(workers_.size()); }  // 0 on the callback API
 
   // Requests counted so far, summed over workers. Exact once every client has received its replies.
   NullServerCounts Counts() const;
@@ -61,6 +79,7 @@ class NullServer {
  private:
   struct Worker;
   NullServer();
+  static absl::StatusOr<std::unique_ptr<NullServer>> StartCallback(const NullServerOptions& options);
 
   std::unique_ptr<grpc::Server> server_;
   std::vector<std::unique_ptr<Worker>> workers_;
@@ -70,6 +89,8 @@ class NullServer {
   // The services live behind an opaque pointer so that this header needs no generated code.
   struct Services;
   std::unique_ptr<Services> services_;
+  struct CallbackServices;
+  std::unique_ptr<CallbackServices> callback_;
 };
 
 }  // namespace revkv::bench

@@ -3,6 +3,7 @@
 //   revkv-bench put --endpoints 127.0.0.1:2379 --connections 4 --inflight 16 --duration 10s
 //   revkv-bench txn --preload --keys 1000 --json
 //   revkv-bench get --compare 127.0.0.1:2379 127.0.0.1:2390 --rounds 3
+//   revkv-bench get --compare 127.0.0.1:2390 127.0.0.1:2391 127.0.0.1:2379   # ceiling, naive store, revkv
 #include <CLI/CLI.hpp>
 #include <csignal>
 #include <cstdio>
@@ -76,7 +77,7 @@ int Main(int argc, char** argv) {
     if (!report.failure.empty()) std::fprintf(stderr, "revkv-bench: %s\n", report.failure.c_str());
     ok = report.ok();
   } else {
-    const CompareReport report = RunComparison(context, targets[0], targets[1]);
+    const CompareReport report = RunComparison(context, targets);
     PrintText(text_out, report, options);
     if (options.json)
       std::printf(

@@ -46,11 +46,12 @@ void AddBenchFlags(CLI::App& app, BenchOptions* o) {
 
   app.add_option("--endpoints", o->endpoints, "comma-separated host:port list; connections go round-robin")
       ->capture_default_str();
-  app.add_option("--compare", o->compare,
-                 "run against endpoint A and endpoint B in alternating rounds (A B, B A, A B, ...) and "
-                 "compare them")
-      ->expected(2)
-      ->type_name("A B");
+  app.add_option(
+         "--compare", o->compare,
+         "run against endpoints A, B (and C, D, ...) in alternating rounds (A B C, C B A, A B C, ...) "
+         "and compare each with A")
+      ->expected(2, kMaxCompared)
+      ->type_name("A B [C ...]");
   app.add_option("--rounds", o->rounds, "rounds of a --compare run")
       ->capture_default_str()
       ->check(CLI::PositiveNumber);
@@ -130,8 +131,8 @@ void AddBenchFlags(CLI::App& app, BenchOptions* o) {
 }
 
 absl::Status ValidateBenchOptions(const BenchOptions& o) {
-  if (!o.compare.empty() && o.compare.size() != 2) {
-    return absl::InvalidArgumentError("--compare takes two endpoints");
+  if (!o.compare.empty() && (o.compare.size() < 2 || o.compare.size() > kMaxCompared)) {
+    return absl::InvalidArgumentError(absl::StrCat("--compare takes 2 to ", kMaxCompared, " endpoints"));
   }
   if (o.total == 0 && o.duration <= absl::ZeroDuration()) {
     return absl::InvalidArgumentError("--duration must be positive (or give --total)");

@@ -30,13 +30,16 @@ enum class SendMode {
   kPipeline,  // revkv.v1.KV/Pipeline: one stream per connection, `inflight` requests outstanding on it
 };
 
+// The most endpoints one --compare run takes.
+inline constexpr size_t kMaxCompared = 6;
+
 struct BenchOptions {
   Workload workload = Workload::kPut;
 
   // Where: endpoints to spread the connections over, or the two endpoints of a comparison.
   std::string endpoints = "127.0.0.1:2379";
-  std::vector<std::string> compare;  // empty, or {A, B}
-  int rounds = 3;                    // comparison rounds; each runs A then B for `duration`
+  std::vector<std::string> compare;  // empty, or {A, B, ...}: 2 to kMaxCompared endpoint lists
+  int rounds = 3;                    // comparison rounds; each runs every endpoint once for `duration`
   TransportOptions transport;
 
   // Load shape.

@@ -1,6 +1,8 @@
 // Text and JSON reports.
 #include "clients/bench/report.h"
 
+#include <sys/resource.h>
+
 #include <algorithm>
 #include <cmath>
 #include <functional>
@@ -49,6 +51,7 @@ const std::vector<Figure>& Figures() {
       {"errors", "errors", [](const RunReport& r) { return double(r.errors_total); }, true},
       {"retries", "retries", [](const RunReport& r) { return double(r.phase(Phase::kMeasured).retries); },
        true},
+      {"client_cpu_percent", "client CPU %", [](const RunReport& r) { return r.client_cpu_percent; }, true},
   };
   return figures;
 }
@@ -122,6 +125,13 @@ std::string ErrorSummary(const RunReport& r) {
 
 }  // namespace
 
+double ProcessCpuSeconds() {
+  struct rusage usage {};
+  if (getrusage(RUSAGE_SELF, &usage) != 0) return 0;
+  auto seconds = [](const timeval& t) { return static_cast<double>(t.tv_sec) + t.tv_usec / 1e6; };
+  return seconds(usage.ru_utime) + seconds(usage.ru_stime);
+}
+
 double HostLoadAverage() {
   std::FILE* file = std::fopen("/proc/loadavg", "r");
   if (file == nullptr) return -1;
@@ -160,10 +170,9 @@ RunReport MakeRunReport(std::string endpoints, const WorkerStats& stats, Clock::
 }
 
 bool CompareReport::ok() const {
-  auto all_ok = [](const std::vector<RunReport>& rounds) {
-    return std::all_of(rounds.begin(), rounds.end(), [](const RunReport& r) { return r.ok(); });
-  };
-  return all_ok(a_rounds) && all_ok(b_rounds);
+  return std::all_of(rounds.begin(), rounds.end(), [](const std::vector<RunReport>& side) {
+    return std::all_of(side.begin(), side.end(), [](const RunReport& r) { return r.ok(); });
+  });
 }
 
 std::string DescribeLoad(const BenchOptions& o) {
@@ -227,30 +236,32 @@ nlohmann::json ToJson(const RunReport& r, const BenchOptions& o) {
   if (r.interrupted) json["interrupted"] = true;
   if (r.run_order > 0) json["run_order"] = r.run_order;
   json["host_load_average"] = {{"start", r.load_average_start}, {"end", r.load_average_end}};
+  json["client_cpu_percent"] = r.client_cpu_percent;
   return json;
 }
 
 nlohmann::json ToJson(const CompareReport& c, const BenchOptions& o) {
-  auto side = [&](const std::string& endpoints, const std::vector<RunReport>& rounds) {
+  std::vector<std::string> ratios;
+  for (size_t i = 1; i < c.rounds.size(); ++i)
+    ratios.push_back(std::string(1, static_cast<char>('A' + i)) + "/A");
+  nlohmann::json compare = {{"rounds", c.rounds.empty() ? 0 : c.rounds[0].size()},
+                            {"ratio", absl::StrCat(absl::StrJoin(ratios, ", "), " of the medians")}};
+  for (size_t i = 0; i < c.rounds.size(); ++i) {
+    const std::string name(1, static_cast<char>('a' + i));
     nlohmann::json runs = nlohmann::json::array();
-    for (const RunReport& r : rounds) runs.push_back(ToJson(r, o));
-    return nlohmann::json{{"endpoints", endpoints},
-                          {"median", FiguresJson([&](const Figure& f) { return MedianOf(rounds, f); })},
-                          {"rounds", runs}};
-  };
-  nlohmann::json ratio = nlohmann::json::object();
-  for (const Figure& f : Figures()) {
-    ratio[f.json_name] = Ratio(MedianOf(c.a_rounds, f), MedianOf(c.b_rounds, f));
+    for (const RunReport& r : c.rounds[i]) runs.push_back(ToJson(r, o));
+    compare[name] = {{"endpoints", c.endpoints[i]},
+                     {"median", FiguresJson([&](const Figure& f) { return MedianOf(c.rounds[i], f); })},
+                     {"rounds", runs}};
+    if (i == 0) continue;
+    nlohmann::json ratio = nlohmann::json::object();
+    for (const Figure& f : Figures()) {
+      ratio[f.json_name] = Ratio(MedianOf(c.rounds[0], f), MedianOf(c.rounds[i], f));
+    }
+    compare["ratio_" + name + "_over_a"] = ratio;
   }
-  return {{"workload", WorkloadName(o.workload)},
-          {"load", LoadJson(o)},
-          {"ok", c.ok()},
-          {"compare",
-           {{"rounds", c.a_rounds.size()},
-            {"a", side(c.a, c.a_rounds)},
-            {"b", side(c.b, c.b_rounds)},
-            {"ratio", "B/A of the medians"},
-            {"ratio_b_over_a", ratio}}}};
+  return {
+      {"workload", WorkloadName(o.workload)}, {"load", LoadJson(o)}, {"ok", c.ok()}, {"compare", compare}};
 }
 
 void PrintText(std::FILE* out, const RunReport& r, const BenchOptions& o) {
@@ -272,6 +283,10 @@ void PrintText(std::FILE* out, const RunReport& r, const BenchOptions& o) {
     absl::FPrintF(out, "  host load   %.2f at the start, %.2f at the end (1-minute load average)\n",
                   r.load_average_start, r.load_average_end);
   }
+  if (r.client_cpu_percent >= 0) {
+    absl::FPrintF(out, "  client CPU  %.0f%% of one core (warm-up and measured phase)\n",
+                  r.client_cpu_percent);
+  }
   absl::FPrintF(out, "  latency us  p50 %s  p90 %s  p99 %s  p99.9 %s  max %s  mean %.1f\n",
                 Grouped(r.latency.p50), Grouped(r.latency.p90), Grouped(r.latency.p99),
                 Grouped(r.latency.p999), Grouped(r.latency.max), r.latency.mean);
@@ -290,48 +305,66 @@ void PrintText(std::FILE* out, const RunReport& r, const BenchOptions& o) {
 }
 
 void PrintText(std::FILE* out, const CompareReport& c, const BenchOptions& o) {
-  auto describe = [](const std::string& endpoints, const std::vector<RunReport>& rounds) {
-    for (const RunReport& r : rounds) {
-      if (!r.server_version.empty()) return absl::StrCat(endpoints, " (server ", r.server_version, ")");
-    }
-    return endpoints;
-  };
-  absl::FPrintF(out, "revkv-bench: %s, A = %s, B = %s\n", WorkloadName(o.workload), describe(c.a, c.a_rounds),
-                describe(c.b, c.b_rounds));
-  absl::FPrintF(out, "  load        %s\n", DescribeLoad(o));
-  absl::FPrintF(out, "  rounds      %d, each A then B, %.1f s measured per run; ratio = B/A of the medians\n",
-                static_cast<int>(c.a_rounds.size()), Seconds(o.duration));
-  for (const auto* rounds : {&c.a_rounds, &c.b_rounds}) {
-    for (size_t i = 0; i < rounds->size(); ++i) {
-      const RunReport& r = (*rounds)[i];
-      if (!r.failure.empty()) {
-        absl::FPrintF(out, "  FAILED      %s round %d: %s\n", rounds == &c.a_rounds ? "A" : "B", i + 1,
-                      r.failure);
+  auto name = [](size_t i) { return std::string(1, static_cast<char>('A' + i)); };
+  std::string sides;
+  for (size_t i = 0; i < c.rounds.size(); ++i) {
+    std::string described = c.endpoints[i];
+    for (const RunReport& r : c.rounds[i]) {
+      if (!r.server_version.empty()) {
+        described = absl::StrCat(c.endpoints[i], " (server ", r.server_version, ")");
+        break;
       }
     }
+    absl::StrAppend(&sides, i == 0 ? "" : ", ", name(i), " = ", described);
   }
-  absl::FPrintF(out, "  %-18s %12s %12s %8s   %-30s %s\n", "", "A median", "B median", "B/A", "A rounds",
-                "B rounds");
+  absl::FPrintF(out, "revkv-bench: %s, %s\n", WorkloadName(o.workload), sides);
+  absl::FPrintF(out, "  load        %s\n", DescribeLoad(o));
+  const std::string order = c.rounds.size() == 2 ? "A then B, then B then A" : "in order, then reversed";
+  absl::FPrintF(out, "  rounds      %d, %s, %.1f s measured per run; ratio = side/A of the medians\n",
+                c.rounds.empty() ? 0 : static_cast<int>(c.rounds[0].size()), order, Seconds(o.duration));
+  for (size_t side = 0; side < c.rounds.size(); ++side) {
+    for (size_t i = 0; i < c.rounds[side].size(); ++i) {
+      const RunReport& r = c.rounds[side][i];
+      if (!r.failure.empty())
+        absl::FPrintF(out, "  FAILED      %s round %d: %s\n", name(side), i + 1, r.failure);
+    }
+  }
+  std::string header = absl::StrFormat("  %-18s", "");
+  for (size_t i = 0; i < c.rounds.size(); ++i)
+    absl::StrAppend(&header, absl::StrFormat(" %12s", name(i) + " median"));
+  for (size_t i = 1; i < c.rounds.size(); ++i)
+    absl::StrAppend(&header, absl::StrFormat(" %7s", name(i) + "/A"));
+  for (size_t i = 0; i < c.rounds.size(); ++i) absl::StrAppend(&header, "   ", name(i), " rounds");
+  absl::FPrintF(out, "%s\n", header);
   for (const Figure& f : Figures()) {
-    const double a = MedianOf(c.a_rounds, f);
-    const double b = MedianOf(c.b_rounds, f);
-    std::vector<std::string> a_rounds, b_rounds;
-    for (const RunReport& r : c.a_rounds) a_rounds.push_back(FormatFigure(f.get(r), f.integral));
-    for (const RunReport& r : c.b_rounds) b_rounds.push_back(FormatFigure(f.get(r), f.integral));
-    const std::string ratio = a == 0 ? "-" : absl::StrFormat("%.2f", b / a);
-    absl::FPrintF(out, "  %-18s %12s %12s %8s   %-30s %s\n", f.text_name, FormatFigure(a, f.integral),
-                  FormatFigure(b, f.integral), ratio, absl::StrJoin(a_rounds, " "),
-                  absl::StrJoin(b_rounds, " "));
+    std::string line = absl::StrFormat("  %-18s", f.text_name);
+    std::vector<double> medians;
+    for (const auto& rounds : c.rounds) medians.push_back(MedianOf(rounds, f));
+    for (double m : medians) absl::StrAppend(&line, absl::StrFormat(" %12s", FormatFigure(m, f.integral)));
+    for (size_t i = 1; i < medians.size(); ++i) {
+      absl::StrAppend(
+          &line,
+          absl::StrFormat(" %7s", medians[0] == 0 ? "-" : absl::StrFormat("%.2f", medians[i] / medians[0])));
+    }
+    for (const auto& rounds : c.rounds) {
+      std::vector<std::string> values;
+      for (const RunReport& r : rounds) values.push_back(FormatFigure(f.get(r), f.integral));
+      absl::StrAppend(&line, "   ", absl::StrJoin(values, " "));
+    }
+    absl::FPrintF(out, "%s\n", line);
   }
-  std::vector<std::string> a_load, b_load;
-  for (const RunReport& r : c.a_rounds) a_load.push_back(absl::StrFormat("%.2f", r.load_average_start));
-  for (const RunReport& r : c.b_rounds) b_load.push_back(absl::StrFormat("%.2f", r.load_average_start));
-  absl::FPrintF(out, "  %-18s %12s %12s %8s   %-30s %s\n", "host load at start", "", "", "",
-                absl::StrJoin(a_load, " "), absl::StrJoin(b_load, " "));
-  for (const auto& [name, rounds] : {std::pair{"A", &c.a_rounds}, std::pair{"B", &c.b_rounds}}) {
-    for (size_t i = 0; i < rounds->size(); ++i) {
-      const RunReport& r = (*rounds)[i];
-      if (r.errors_total > 0) absl::FPrintF(out, "  errors %s round %d: %s\n", name, i + 1, ErrorSummary(r));
+  std::string load = absl::StrFormat("  %-18s", "host load at start");
+  for (const auto& rounds : c.rounds) {
+    std::vector<std::string> values;
+    for (const RunReport& r : rounds) values.push_back(absl::StrFormat("%.2f", r.load_average_start));
+    absl::StrAppend(&load, "   ", name(&rounds - c.rounds.data()), ": ", absl::StrJoin(values, " "));
+  }
+  absl::FPrintF(out, "%s\n", load);
+  for (size_t side = 0; side < c.rounds.size(); ++side) {
+    for (size_t i = 0; i < c.rounds[side].size(); ++i) {
+      const RunReport& r = c.rounds[side][i];
+      if (r.errors_total > 0)
+        absl::FPrintF(out, "  errors %s round %d: %s\n", name(side), i + 1, ErrorSummary(r));
     }
   }
 }

@@ -36,6 +36,10 @@ struct RunReport {
   // machine a high value says the figures were taken under competition.
   double load_average_start = -1;
   double load_average_end = -1;
+  // This client's CPU time (user + system, every thread) over the warm-up and measured phase, as a
+  // percentage of one core (200 = two cores busy); -1: unknown. A client near its cores' limit is the
+  // bottleneck, whatever the server could do.
+  double client_cpu_percent = -1;
   double measured_seconds = 0;
   uint64_t ops = 0;       // measured operations that completed
   double throughput = 0;  // ops / measured_seconds
@@ -52,17 +56,19 @@ struct RunReport {
 // The host's 1-minute load average from /proc/loadavg; -1 when it cannot be read.
 double HostLoadAverage();
 
+// This process's CPU time so far (user + system, all threads), in seconds (getrusage).
+double ProcessCpuSeconds();
+
 // Builds a report from the merged stats of a run whose measured part started at `measure_start`.
 RunReport MakeRunReport(std::string endpoints, const WorkerStats& stats, Clock::time_point measure_start,
                         double planned_seconds);
 
-// A comparison: rounds of A then B, then B then A, and so on (ABBA): a slow drift of the machine over
-// the runs (heat, other load, caches) then weighs on both sides alike instead of always favouring A.
+// A comparison of two or more endpoint lists (A, B, C, ...): rounds run them in order, then in reverse
+// order, and so on (A B C, C B A, ...; ABBA for two): a slow drift of the machine over the runs (heat,
+// other load, caches) then weighs on every side alike instead of always favouring the first.
 struct CompareReport {
-  std::string a;
-  std::string b;
-  std::vector<RunReport> a_rounds;
-  std::vector<RunReport> b_rounds;
+  std::vector<std::string> endpoints;          // one per side, A first
+  std::vector<std::vector<RunReport>> rounds;  // per side, in round order
 
   bool ok() const;
 };

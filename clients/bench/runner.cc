@@ -193,6 +193,7 @@ RunReport RunBenchmark(const RunContext& context, const std::vector<Endpoint>& e
   Clock::time_point measure_start = Clock::now();
   double load_start = -1;
   double load_end = -1;
+  double client_cpu_percent = -1;
   if (failure.empty()) {
     if (preload) {
       PhasePlan plan;
@@ -213,7 +214,11 @@ RunReport RunBenchmark(const RunContext& context, const std::vector<Endpoint>& e
     plan.stop = context.stop;
     measure_start = plan.warmup_end;
     load_start = HostLoadAverage();
+    const double cpu_start = ProcessCpuSeconds();
     RunPhase(context, workers, plan);
+    const double cpu_seconds = ProcessCpuSeconds() - cpu_start;
+    const double wall_seconds = std::chrono::duration<double>(Clock::now() - plan.start).count();
+    if (wall_seconds > 0) client_cpu_percent = 100 * cpu_seconds / wall_seconds;
     load_end = HostLoadAverage();
   }
 
@@ -226,26 +231,27 @@ RunReport RunBenchmark(const RunContext& context, const std::vector<Endpoint>& e
   report.server_version = std::move(version);
   report.load_average_start = load_start;
   report.load_average_end = load_end;
+  report.client_cpu_percent = client_cpu_percent;
   report.interrupted = context.stop != nullptr && context.stop->load(std::memory_order_acquire);
   return report;
 }
 
-CompareReport RunComparison(const RunContext& context, const std::vector<Endpoint>& a,
-                            const std::vector<Endpoint>& b) {
+CompareReport RunComparison(const RunContext& context, const std::vector<std::vector<Endpoint>>& sides) {
   CompareReport report;
-  report.a = JoinEndpoints(a);
-  report.b = JoinEndpoints(b);
+  for (const auto& side : sides) report.endpoints.push_back(JoinEndpoints(side));
+  report.rounds.resize(sides.size());
   int run_order = 0;
   for (int round = 0; round < context.options->rounds; ++round) {
-    // ABBA: even rounds run A first, odd rounds B first, so that drift over time biases neither side.
-    const bool a_first = round % 2 == 0;
-    for (const bool is_a : {a_first, !a_first}) {
+    // Even rounds in order, odd rounds in reverse (ABBA for two sides), so that drift over time biases
+    // no side.
+    for (size_t i = 0; i < sides.size(); ++i) {
+      const size_t side = round % 2 == 0 ? i : sides.size() - 1 - i;
       RunContext run = context;
-      run.label = absl::StrCat(is_a ? "A" : "B", " round ", round + 1, " ");
-      RunReport result = RunBenchmark(run, is_a ? a : b, context.options->preload && round == 0);
+      run.label = absl::StrCat(std::string(1, static_cast<char>('A' + side)), " round ", round + 1, " ");
+      RunReport result = RunBenchmark(run, sides[side], context.options->preload && round == 0);
       result.run_order = ++run_order;
       const bool failed = !result.failure.empty();
-      (is_a ? report.a_rounds : report.b_rounds).push_back(std::move(result));
+      report.rounds[side].push_back(std::move(result));
       if (failed || (context.stop != nullptr && context.stop->load(std::memory_order_acquire))) return report;
     }
   }

@@ -33,11 +33,11 @@ struct RunContext {
 // report says so in `failure` and counts the probe errors by code.
 RunReport RunBenchmark(const RunContext& context, const std::vector<Endpoint>& endpoints, bool preload);
 
-// Runs `rounds` rounds, A then B in even rounds and B then A in odd ones (preloading each endpoint before
-// its first round when the options ask), and collects their reports, each with its run_order. Stops early
-// when one run fails outright or a stop is requested.
-CompareReport RunComparison(const RunContext& context, const std::vector<Endpoint>& a,
-                            const std::vector<Endpoint>& b);
+// Runs `rounds` rounds over the sides (two or more endpoint lists), in order in even rounds and in
+// reverse order in odd ones (preloading each side before its first round when the options ask), and
+// collects their reports, each with its run_order. Stops early when one run fails outright or a stop is
+// requested.
+CompareReport RunComparison(const RunContext& context, const std::vector<std::vector<Endpoint>>& sides);
 
 // The endpoints as one string ("127.0.0.1:2379,127.0.0.1:22379").
 std::string JoinEndpoints(const std::vector<Endpoint>& endpoints);

@@ -9,6 +9,7 @@
 #include <cmath>
 #include <nlohmann/json.hpp>
 
+#include "clients/bench/balance.h"
 #include "etcdserverpb/rpc.grpc.pb.h"
 #include "grpc/health/v1/health.grpc.pb.h"
 #include "tests/clients/bench/process.h"
@@ -21,10 +22,13 @@ using bench::NullServer;
 using testing::ProcessResult;
 using testing::RunProcess;
 
-std::unique_ptr<NullServer> StartNullServer() {
+std::unique_ptr<NullServer> StartNullServer(bench::NullServerApi api = bench::NullServerApi::kCallback,
+                                            bench::NullServerStore store = bench::NullServerStore::kNone) {
   bench::NullServerOptions options;
   options.listen = "127.0.0.1:0";
   options.workers = 2;
+  options.api = api;
+  options.store = store;
   absl::StatusOr<std::unique_ptr<NullServer>> server = NullServer::Start(options);
   if (!server.ok()) {
     ADD_FAILURE() << server.status();
@@ -248,6 +252,142 @@ TEST(BenchAgainstNullServer, CompareAlternatesWhichEndpointGoesFirst) {
   for (const auto& round : r["compare"]["b"]["rounds"]) b_order.push_back(round.value("run_order", 0));
   EXPECT_EQ(a_order, (std::vector<int>{1, 4, 5, 8}));
   EXPECT_EQ(b_order, (std::vector<int>{2, 3, 6, 7}));
+}
+
+// The completion-queue null server (the other way of serving measured for the ceiling) counts each
+// request once too, unary and Pipeline.
+TEST(BenchAgainstNullServer, CompletionQueueApiCountsEveryRequest) {
+  std::unique_ptr<NullServer> server = StartNullServer(bench::NullServerApi::kCompletionQueue);
+  ASSERT_NE(server, nullptr);
+  EXPECT_EQ(server->workers(), 2);
+  ProcessResult result;
+  const nlohmann::json unary = RunBench(
+      {"txn", "--endpoints", Endpoint(*server), "--duration", "1", "--warmup", "0.2", "--connections", "2"},
+      &result);
+  ASSERT_EQ(result.exit_code, 0) << result.err;
+  const nlohmann::json pipeline = RunBench({"put", "--endpoints", Endpoint(*server), "--mode", "pipeline",
+                                            "--duration", "1", "--warmup", "0.2", "--connections", "2"},
+                                           &result);
+  ASSERT_EQ(result.exit_code, 0) << result.err;
+  server->Shutdown();
+  const bench::NullServerCounts counts = server->Counts();
+  EXPECT_EQ(counts[NullMethod::kTxn], AllPhaseOps(unary));
+  EXPECT_EQ(counts[NullMethod::kRange], 2 * AllPhaseOps(unary));
+  EXPECT_EQ(counts[NullMethod::kPipeline], AllPhaseOps(pipeline));
+  EXPECT_EQ(counts[NullMethod::kStatus], 4u);
+}
+
+TEST(BenchAgainstNullServer, TheMapStoreNeedsTheCallbackApi) {
+  bench::NullServerOptions options;
+  options.listen = "127.0.0.1:0";
+  options.api = bench::NullServerApi::kCompletionQueue;
+  options.store = bench::NullServerStore::kMap;
+  EXPECT_EQ(NullServer::Start(options).status().code(), absl::StatusCode::kInvalidArgument);
+}
+
+// Reads every bench key's balance from `server` and adds them up.
+int64_t TotalBalance(const NullServer& server, int* keys_found) {
+  auto kv =
+      etcdserverpb::KV::NewStub(grpc::CreateChannel(Endpoint(server), grpc::InsecureChannelCredentials()));
+  grpc::ClientContext context;
+  context.set_deadline(std::chrono::system_clock::now() + std::chrono::seconds(10));
+  etcdserverpb::RangeRequest request;
+  request.set_key("bench/");
+  request.set_range_end("bench0");  // the prefix "bench/"
+  etcdserverpb::RangeResponse response;
+  const grpc::Status s = kv->Range(&context, request, &response);
+  EXPECT_TRUE(s.ok()) << s.error_message();
+  int64_t total = 0;
+  for (const auto& kv_pair : response.kvs()) total += DecodeBalance(kv_pair.value());
+  *keys_found = response.kvs_size();
+  return total;
+}
+
+// The naive map server is a real store: transfers between few keys (so that they conflict) retry on a
+// compare failure and never lose or make money; the null server, which commits every Txn and stores
+// nothing, would end with no keys at all.
+TEST(BenchAgainstMapServer, TransfersConserveTheTotalBalance) {
+  std::unique_ptr<NullServer> server =
+      StartNullServer(bench::NullServerApi::kCallback, bench::NullServerStore::kMap);
+  ASSERT_NE(server, nullptr);
+  ProcessResult result;
+  const nlohmann::json report =
+      RunBench({"txn", "--endpoints", Endpoint(*server), "--duration", "2", "--warmup", "0.2", "--preload",
+                "--keys", "8", "--connections", "4", "--inflight", "8", "--initial-balance", "1000"},
+               &result);
+  ASSERT_EQ(result.exit_code, 0) << result.err;
+  int keys = 0;
+  EXPECT_EQ(TotalBalance(*server, &keys), 8 * 1000);
+  EXPECT_EQ(keys, 8);
+  server->Shutdown();
+  const bench::NullServerCounts counts = server->Counts();
+  const uint64_t transfers =
+      report["phases"]["warmup"]["ops"].get<uint64_t>() + report["ops"].get<uint64_t>();
+  uint64_t retries = 0;
+  for (const auto& [name, phase] : report["phases"].items()) retries += phase["retries"].get<uint64_t>();
+  EXPECT_GT(transfers, 0u);
+  // 8 keys, 32 transfers in flight: compares fail, and each failure is one more Txn (and two more Ranges).
+  EXPECT_GT(retries, 0u);
+  EXPECT_EQ(counts[NullMethod::kTxn], transfers + retries);
+}
+
+TEST(BenchAgainstMapServer, GetsReadWhatPutsWrote) {
+  std::unique_ptr<NullServer> server =
+      StartNullServer(bench::NullServerApi::kCallback, bench::NullServerStore::kMap);
+  ASSERT_NE(server, nullptr);
+  ProcessResult result;
+  RunBench({"put", "--endpoints", Endpoint(*server), "--total", "200", "--warmup", "0", "--keys", "50",
+            "--value-size", "7"},
+           &result);
+  ASSERT_EQ(result.exit_code, 0) << result.err;
+  auto kv =
+      etcdserverpb::KV::NewStub(grpc::CreateChannel(Endpoint(*server), grpc::InsecureChannelCredentials()));
+  grpc::ClientContext context;
+  etcdserverpb::RangeRequest request;
+  request.set_key("bench/");
+  request.set_range_end("bench0");
+  request.set_count_only(true);
+  etcdserverpb::RangeResponse response;
+  ASSERT_TRUE(kv->Range(&context, request, &response).ok());
+  EXPECT_EQ(response.count(), 50);               // 200 puts over 50 keys: every key was written
+  EXPECT_EQ(response.header().revision(), 201);  // one revision per put, after the empty store's 1
+}
+
+// Three sides: each round runs them in order, the next in reverse, and every side has ratios against A
+// and the client's CPU use next to its figures.
+TEST(BenchAgainstNullServer, CompareOfThreeEndpointsAlternatesOrderAndReportsClientCpu) {
+  std::unique_ptr<NullServer> a = StartNullServer();
+  std::unique_ptr<NullServer> b =
+      StartNullServer(bench::NullServerApi::kCallback, bench::NullServerStore::kMap);
+  std::unique_ptr<NullServer> c = StartNullServer(bench::NullServerApi::kCompletionQueue);
+  ASSERT_NE(a, nullptr);
+  ASSERT_NE(b, nullptr);
+  ASSERT_NE(c, nullptr);
+  ProcessResult result;
+  const nlohmann::json r = RunBench({"get", "--compare", Endpoint(*a), Endpoint(*b), Endpoint(*c), "--rounds",
+                                     "3", "--duration", "0.3", "--warmup", "0.1", "--connections", "1"},
+                                    &result);
+  ASSERT_EQ(result.exit_code, 0) << result.err;
+  const nlohmann::json& compare = r["compare"];
+  std::vector<std::vector<int>> orders(3);
+  for (int side = 0; side < 3; ++side) {
+    const std::string name(1, static_cast<char>('a' + side));
+    EXPECT_EQ(compare[name]["endpoints"], Endpoint(side == 0 ? *a : side == 1 ? *b : *c));
+    for (const auto& round : compare[name]["rounds"]) {
+      orders[side].push_back(round.value("run_order", 0));
+      EXPECT_GT(round["client_cpu_percent"].get<double>(), 0);
+    }
+    EXPECT_GT(compare[name]["median"]["client_cpu_percent"].get<double>(), 0);
+  }
+  EXPECT_EQ(orders[0], (std::vector<int>{1, 6, 7}));
+  EXPECT_EQ(orders[1], (std::vector<int>{2, 5, 8}));
+  EXPECT_EQ(orders[2], (std::vector<int>{3, 4, 9}));
+  for (const char* ratio : {"ratio_b_over_a", "ratio_c_over_a"}) {
+    EXPECT_TRUE(compare[ratio]["throughput_ops_per_s"].is_number()) << ratio;
+  }
+  EXPECT_EQ(compare["ratio"], "B/A, C/A of the medians");
+  EXPECT_NE(result.err.find("client CPU %"), std::string::npos) << result.err;
+  EXPECT_NE(result.err.find("C/A"), std::string::npos) << result.err;
 }
 
 // Not load, but what etcd clients and probes ask before their load: the member list (this one member;
