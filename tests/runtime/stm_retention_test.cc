@@ -196,8 +196,12 @@ TEST_F(RetentionStressTest, EverySnapshotReadsExactlyTheStateOfItsTime) {
               ASSERT_TRUE(Observe(0, mine).ok());
               continue;
             }
-            const uint64_t latest = stm::LastCommittedTime();
+            // The retained time first: it is set at or below a commit time, so the newest commit time
+            // read after it is not below it (read the other way round, the retention thread may raise
+            // it past the `latest` read first, and the range below would wrap).
             const uint64_t oldest = std::max(created, stm::RetainedTime());
+            const uint64_t latest = stm::LastCommittedTime();
+            ASSERT_LE(oldest, latest) << "the retained time passed the newest commit time";
             const uint64_t time = oldest + rrng() % (latest - oldest + 1);
             const absl::Status st = Observe(time, mine);
             if (st.ok()) {
