@@ -146,21 +146,22 @@ int Main(int argc, char** argv) {
   BuildLiveSet(head, a.live_mib << 20);
   CollectMajor();  // the live set is old now, in evacuated (dense) chunks
   CollectMajor();
-  const std::vector<uintptr_t> lookup_words = SampleWords(head, 1 << 16);
+  // Every root word pins the object it points into, so these stay valid across the collections below;
+  // the lookup words are drawn again after each collection (unpinned objects move).
   const std::vector<uintptr_t> root_words = SampleWords(head, a.stack_roots);
   std::printf("live set %zu MiB, %zu stack roots, %d alternating rounds per code path\n", a.live_mib,
               a.stack_roots, a.rounds);
 
   for (const bool use_map : {true, false}) {  // warm-up, not counted: faults in the map and the stack
     SetObjectStartMapResolution(use_map);
-    (void)ResolveNanos(lookup_words, a.lookups / 10 + 1);
+    (void)ResolveNanos(SampleWords(head, 1 << 16), a.lookups / 10 + 1);
     (void)MajorPauseWithStackRoots(root_words);
   }
   std::vector<double> map_ns, parse_ns, map_pause, parse_pause;
   for (int r = 0; r < a.rounds; ++r) {
     for (const bool use_map : {r % 2 == 0, r % 2 != 0}) {
       SetObjectStartMapResolution(use_map);
-      (use_map ? map_ns : parse_ns).push_back(ResolveNanos(lookup_words, a.lookups));
+      (use_map ? map_ns : parse_ns).push_back(ResolveNanos(SampleWords(head, 1 << 16), a.lookups));
       (use_map ? map_pause : parse_pause).push_back(MajorPauseWithStackRoots(root_words));
     }
   }
