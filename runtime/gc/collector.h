@@ -57,9 +57,22 @@ void ReleaseThreadHeap(ThreadContext* self);
 // The object in [chunk, fringe) containing `word`, or nullptr (heap.cc).
 Object* FindObjectInChunk(char* chunk, char* fringe, uintptr_t word);
 // Both referents of `word` among the objects of [chunk, fringe): the object it points into, and the
-// object it points one past the end of (at `fringe`, the chunk's last object). Parses the chunk: the
-// caller must own it or have its owner stopped.
+// object it points one past the end of (at `fringe`, the chunk's last object). Reads the chunk's
+// object-start map (runtime/heap/object_starts.h): the caller must own the chunk or have its owner
+// stopped.
 AmbiguousReferents FindReferentsInChunk(char* chunk, char* fringe, uintptr_t word);
+// The same answer from a linear parse of the chunk from its start: what FindReferentsInChunk did before
+// the object-start map, kept as the verifier's reference and the benchmarks' baseline.
+AmbiguousReferents ParseReferentsInChunk(char* chunk, char* fringe, uintptr_t word);
+// Benchmarks and tests: false makes every resolution of an ambiguous word parse its chunk
+// (ParseReferentsInChunk) instead of reading the object-start map; true (the default) reads the map.
+// Only while no collection runs. The map is kept up to date either way.
+void SetObjectStartMapResolution(bool on);
+// Cross-checks the object-start map of every small-object page against a linear parse of its chunks
+// (the invariant in object_starts.h). Returns "" if they agree, else a description of the first
+// disagreement. The heap must not change meanwhile (world stopped, or no other registered thread), and
+// every thread's allocation regions must be retired (as after a collection).
+std::string CheckObjectStartMaps();
 
 // The installed collector client, or nullptr.
 CollectorClient* Client();
@@ -89,7 +102,9 @@ bool HeapVerificationEnabled();
 void VerifyHeapAfterMajorCollection(const std::vector<ThreadContext*>& threads);
 // Checks the survivors of `self`'s minor or local collection after its nursery was reset; aborts with a
 // message on a broken invariant. Owner thread, inside the collection.
-void VerifySurvivorsOfNurseryCollection(ThreadContext* self, const std::vector<Object*>& survivors);
+// `promoted_chunks` are the nursery chunks it promoted in place (their object-start maps are checked).
+void VerifySurvivorsOfNurseryCollection(ThreadContext* self, const std::vector<Object*>& survivors,
+                                        const std::vector<char*>& promoted_chunks);
 // The immutability check of global objects (verifier.cc): samples some of `published` (objects a local
 // collection just made global); checks one sample (a write commit, after publishing); checks every sample
 // and forgets them all (a major collection, world stopped, before anything moves). Each aborts with a

@@ -28,6 +28,7 @@
 #include "runtime/gc/roots.h"
 #include "runtime/gc/scan_queue.h"
 #include "runtime/heap/object_format.h"
+#include "runtime/heap/object_starts.h"
 #include "runtime/heap/page_space.h"
 #include "runtime/safepoint/safepoint.h"
 #include "runtime/safepoint/thread_context.h"
@@ -310,6 +311,7 @@ class MajorCollector final : public Relocator {
     }
     char* p = to_cursor_;
     to_cursor_ += size;
+    NoteObjectStart(p);
     return p;
   }
 
@@ -353,11 +355,13 @@ class MajorCollector final : public Relocator {
     char* live_end = chunk;
     bool has_holes = false;
     uint32_t kept = 0;
+    ClearChunkObjectStarts(chunk);  // noted again for the objects that stay
     while (p < info.fringe) {
       auto* o = reinterpret_cast<Object*>(p);
       const uint32_t n = o->size();
       if (!IsFiller(p) && (o->flags() & kPinned)) {
         o->ClearFlags(kPinned);
+        NoteObjectStart(p);
         if (hole != nullptr) {
           HeaderAccess::InitFiller(hole, static_cast<size_t>(p - hole));
           has_holes |= static_cast<size_t>(p - hole) >= kMinHoleBytes;

@@ -20,6 +20,7 @@
 #include "runtime/gc/collector.h"
 #include "runtime/gc/scan_queue.h"
 #include "runtime/heap/object_format.h"
+#include "runtime/heap/object_starts.h"
 #include "runtime/heap/page_space.h"
 #include "runtime/safepoint/thread_context.h"
 
@@ -56,7 +57,7 @@ class NurseryCollector final : public Relocator {
     Drain();
     FinishInPlaceChunks();
     self_->heap.ResetNursery();
-    if (verify_) VerifySurvivorsOfNurseryCollection(self_, survivors_);
+    if (verify_) VerifySurvivorsOfNurseryCollection(self_, survivors_, in_place_chunks_);
   }
 
   void RunLocal(std::span<Object*> roots) {
@@ -68,7 +69,7 @@ class NurseryCollector final : public Relocator {
     FinishInPlaceChunks();
     self_->heap.ResetNursery();
     if (verify_) {
-      VerifySurvivorsOfNurseryCollection(self_, survivors_);
+      VerifySurvivorsOfNurseryCollection(self_, survivors_, in_place_chunks_);
       SampleGlobalObjects(survivors_);  // every survivor of a local collection is global now
     }
   }
@@ -232,11 +233,13 @@ class NurseryCollector final : public Relocator {
       char* live_end = chunk;
       bool has_holes = false;
       uint32_t kept = 0;
+      ClearChunkObjectStarts(chunk);  // noted again for the objects that stay
       while (p < info.fringe) {
         auto* o = reinterpret_cast<Object*>(p);
         const uint32_t n = o->size();
         if (!IsFiller(p) && (o->flags() & kPinned) && !(o->flags() & kForwarded)) {
           o->ClearFlags(kPinned);
+          NoteObjectStart(p);
           if (hole != nullptr) {
             HeaderAccess::InitFiller(hole, static_cast<size_t>(p - hole));
             has_holes |= static_cast<size_t>(p - hole) >= kMinHoleBytes;

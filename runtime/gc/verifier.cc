@@ -16,6 +16,10 @@
 //    survivors only: none of their slots may point into the nursery just emptied (the remembered set is
 //    empty now, so such a slot would be an unremembered old-to-nursery pointer, and dangling), and no
 //    h_revision is a lock value.
+//  - The object-start map (runtime/heap/object_starts.h) agrees with a linear parse: after a major
+//    collection in every chunk of every small-object page (CheckObjectStartMaps); after a minor or local
+//    collection in the chunks it promoted in place, in the emptied nursery (no bit left) and at every
+//    survivor's start.
 //  - Global objects are immutable (seed 000): once a local collection has made an object global, only
 //    its header (flags, h_revision) and its reference slots (the container fix-ups the seed allows)
 //    may change, and a versioned object's commit time is written once, at its commit. The verifier
@@ -32,10 +36,13 @@
 #include <cstdlib>
 #include <cstring>
 #include <mutex>
+#include <string>
 #include <vector>
 
+#include "absl/strings/str_format.h"
 #include "runtime/gc/collector.h"
 #include "runtime/heap/object_format.h"
+#include "runtime/heap/object_starts.h"
 #include "runtime/heap/page_space.h"
 #include "runtime/safepoint/thread_context.h"
 
@@ -73,7 +80,50 @@ void ForEachObjectInChunk(char* chunk, char* fringe, F&& f) {
     p += n;
   }
 }
+// "" if the object-start map of the chunk at `chunk` (parseable up to `fringe`) notes exactly the
+// objects a linear parse finds there, else what differs. A free chunk passes `fringe == chunk`.
+std::string CheckChunkObjectStarts(char* chunk, char* fringe) {
+  uint64_t expected[kStartWordsPerChunk] = {};
+  for (char* p = chunk; p < fringe;) {
+    const uint32_t n = SizeAt(p);
+    if (n == 0 || p + n > chunk + kChunkSize) {
+      return absl::StrFormat("chunk %p is unparseable at %p (size %u)", chunk, p, n);
+    }
+    if (!IsFiller(p)) {
+      const size_t bit = static_cast<size_t>(p - chunk) / kObjectAlignment;
+      expected[bit / 64] |= uint64_t{1} << (bit % 64);
+    }
+    p += n;
+  }
+  const uint64_t* words = ChunkStartWords(chunk);
+  for (size_t w = 0; w < kStartWordsPerChunk; ++w) {
+    if (words[w] == expected[w]) continue;
+    const uint64_t diff = words[w] ^ expected[w];
+    const size_t bit = w * 64 + static_cast<size_t>(__builtin_ctzll(diff));
+    const void* at = chunk + bit * kObjectAlignment;
+    return absl::StrFormat(
+        "object-start map of chunk %p (kind %d, fringe %p) %s %p", chunk,
+        static_cast<int>(ChunkKindOf(chunk)), fringe,
+        (words[w] >> (bit % 64)) & 1 ? "notes a start where no object starts, at" : "misses the object at",
+        at);
+  }
+  return "";
+}
 }  // namespace
+
+std::string CheckObjectStartMaps() {
+  if (ThreadContext* self = CurrentThread(); self != nullptr) self->heap.RetireRegions();
+  for (PageHeader* page : PageSpace::Get().SmallPages()) {
+    for (size_t i = 1; i < kChunksPerPage; ++i) {
+      const ChunkKind kind = page->chunk_kind[i].load(std::memory_order_relaxed);
+      char* chunk = page->ChunkStart(i);
+      const bool holds_objects = kind == ChunkKind::kOld || kind == ChunkKind::kNursery;
+      std::string error = CheckChunkObjectStarts(chunk, holds_objects ? page->chunk[i].fringe : chunk);
+      if (!error.empty()) return error;
+    }
+  }
+  return "";
+}
 
 void InitHeapVerification() {
 #ifdef REVKV_DEBUG_CHECKS
@@ -111,6 +161,9 @@ void VerifyHeapAfterMajorCollection(const std::vector<ThreadContext*>& threads) 
       }
     }
   }
+  if (const std::string error = CheckObjectStartMaps(); !error.empty()) {
+    Fail(error.c_str(), nullptr, nullptr, 0);
+  }
   std::sort(objects.begin(), objects.end());  // the set of object starts, for binary search
   for (ThreadContext* t : threads) {
     remembered.insert(remembered.end(), t->heap.remembered().begin(), t->heap.remembered().end());
@@ -139,8 +192,20 @@ void VerifyHeapAfterMajorCollection(const std::vector<ThreadContext*>& threads) 
   }
 }
 
-void VerifySurvivorsOfNurseryCollection(ThreadContext* self, const std::vector<Object*>& survivors) {
+void VerifySurvivorsOfNurseryCollection(ThreadContext* self, const std::vector<Object*>& survivors,
+                                        const std::vector<char*>& promoted_chunks) {
   const std::vector<char*>& nursery = self->heap.SortedNurseryChunks();
+  self->heap.RetireRegions();  // what the next collection does first; makes every chunk of ours parse
+  for (char* chunk : nursery) {
+    if (std::string error = CheckChunkObjectStarts(chunk, chunk); !error.empty()) {
+      Fail(error.c_str(), nullptr, chunk, 0);
+    }
+  }
+  for (char* chunk : promoted_chunks) {
+    if (std::string error = CheckChunkObjectStarts(chunk, ChunkInfoOf(chunk).fringe); !error.empty()) {
+      Fail(error.c_str(), nullptr, chunk, 0);
+    }
+  }
   auto in_nursery = [&](const void* p) {
     return ChunkKindOf(p) == ChunkKind::kNursery &&
            std::binary_search(nursery.begin(), nursery.end(), ChunkBaseOf(p));
@@ -151,6 +216,10 @@ void VerifySurvivorsOfNurseryCollection(ThreadContext* self, const std::vector<O
            o->h_revision.load(std::memory_order_relaxed));
     }
     if (in_nursery(o)) Fail("a survivor is still in the emptied nursery", o, nullptr, 0);
+    const ChunkKind kind = ChunkKindOf(o);
+    if (kind != ChunkKind::kLargeHead && !IsNotedObjectStart(o)) {
+      Fail("a survivor's start is missing from the object-start map", o, nullptr, 0);
+    }
     ForEachReferenceSlot(o, [&](std::atomic<Object*>* slot) {
       Object* v = slot->load(std::memory_order_relaxed);
       if (v != nullptr && in_nursery(v)) {
@@ -173,7 +242,7 @@ struct ImmutabilitySample {
 };
 
 struct ImmutabilitySamples {
-  std::mutex mu;  // never held across a poll, a block or an allocation
+  std::mutex mu;                                     // never held across a poll, a block or an allocation
   ImmutabilitySample samples[kImmutabilitySamples];  // guarded by mu
   size_t count = 0;                                  // guarded by mu
   size_t next_slot = 0;                              // guarded by mu

@@ -9,6 +9,7 @@
 #include "absl/strings/str_format.h"
 #include "runtime/gc/collector.h"
 #include "runtime/heap/object_format.h"
+#include "runtime/heap/object_starts.h"
 #include "runtime/heap/page_space.h"
 #include "runtime/safepoint/safepoint.h"
 #include "runtime/safepoint/thread_context.h"
@@ -81,6 +82,7 @@ absl::StatusOr<Object*> Allocate(TypeId type, size_t size) {
       p = AllocateSmallSlow(self, size);
       if (p == nullptr) return Exhausted(size);
     }
+    NoteObjectStart(p);
     return InitObject(p, type, size);
   }
   if (size > kMaxObjectSize) {
@@ -106,7 +108,21 @@ HeapUsage GetHeapUsage() { return PageSpace::Get().Usage(); }
 
 bool IsHeapAddress(const void* p) { return PageSpace::Get().Contains(p); }
 
+namespace {
+// Relaxed: a switch for benchmarks and tests, flipped while no collection runs.
+std::atomic<bool> g_use_object_starts{true};
+}  // namespace
+
+void SetObjectStartMapResolution(bool on) { g_use_object_starts.store(on, std::memory_order_relaxed); }
+
 AmbiguousReferents FindReferentsInChunk(char* chunk, char* fringe, uintptr_t word) {
+  if (g_use_object_starts.load(std::memory_order_relaxed)) [[likely]] {
+    return ReferentsFromObjectStarts(chunk, fringe, word);
+  }
+  return ParseReferentsInChunk(chunk, fringe, word);
+}
+
+AmbiguousReferents ParseReferentsInChunk(char* chunk, char* fringe, uintptr_t word) {
   char* p = chunk;
   char* previous = nullptr;  // the object or filler that ends at p
   auto object = [](char* o) { return o == nullptr || IsFiller(o) ? nullptr : reinterpret_cast<Object*>(o); };

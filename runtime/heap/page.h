@@ -61,6 +61,9 @@ struct PageHeader {
   PageKind kind;
   bool in_use;
   uint32_t live_chunks;  // chunks not kFree (page space lock or stopped world)
+  // This page's part of its segment's object-start map (runtime/heap/object_starts.h); set whenever
+  // the page is taken into use, before any chunk of it is handed out.
+  uint64_t* object_starts;
 
   char* base() { return reinterpret_cast<char*>(this); }
   char* ChunkStart(size_t index) { return base() + index * kChunkSize; }

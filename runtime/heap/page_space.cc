@@ -6,6 +6,7 @@
 #include <cstdlib>
 #include <cstring>
 
+#include "runtime/heap/object_starts.h"
 #include "runtime/port/port.h"
 #include "runtime/safepoint/safepoint.h"
 
@@ -64,6 +65,13 @@ bool PageSpace::ReserveSegmentLocked() {
   const size_t bytes = segment_pages_ * kPageSize;
   void* base = port::ReserveAligned(bytes, kPageSize);
   if (base == nullptr) return false;
+  // Zero until touched, like the pages; a page's part is touched as objects are noted in it.
+  void* starts = port::ReserveAligned(segment_pages_ * kStartBytesPerPage, 4096);
+  if (starts == nullptr) {
+    port::ReleaseReservation(base, bytes);
+    return false;
+  }
+  segments_[n].object_starts = static_cast<uint64_t*>(starts);
   segments_[n].base.store(reinterpret_cast<uintptr_t>(base), std::memory_order_relaxed);
   segments_[n].end.store(reinterpret_cast<uintptr_t>(base) + bytes, std::memory_order_relaxed);
   segment_count_.store(n + 1, std::memory_order_release);
@@ -91,6 +99,8 @@ PageHeader* PageSpace::TakePageLocked(PageKind kind) {
     cold_pages_.pop_back();
   }
   page->chunk_kind[0].store(ChunkKind::kHeader, std::memory_order_relaxed);
+  // Every chunk of a page being taken is free, so its map part is all clear (object_starts.h).
+  page->object_starts = ObjectStartsOfLocked(page);
   page->next_fresh_chunk.store(kind == PageKind::kSmall ? 1 : kChunksPerPage, std::memory_order_relaxed);
   page->kind = kind;
   page->in_use = true;
@@ -108,9 +118,23 @@ void PageSpace::ReturnPageLocked(PageHeader* page) {
     warm_pages_.push_back(page);
     warm_page_count_.store(warm_pages_.size(), std::memory_order_relaxed);
   } else {
+    port::Decommit(page->object_starts, kStartBytesPerPage);  // all clear: every chunk is free
     port::Decommit(page, kPageSize);
     cold_pages_.push_back(page);
   }
+}
+
+uint64_t* PageSpace::ObjectStartsOfLocked(const PageHeader* page) const {
+  const uintptr_t a = reinterpret_cast<uintptr_t>(page);
+  const int n = segment_count_.load(std::memory_order_relaxed);
+  for (int i = 0; i < n; ++i) {
+    const uintptr_t base = segments_[i].base.load(std::memory_order_relaxed);
+    if (a >= base && a < segments_[i].end.load(std::memory_order_relaxed)) {
+      return segments_[i].object_starts + (a - base) / kPageSize * kStartWordsPerPage;
+    }
+  }
+  std::fprintf(stderr, "revkv runtime: page %p is in no segment\n", static_cast<const void*>(page));
+  std::abort();
 }
 
 void PageSpace::InitChunk(PageHeader* page, size_t index, ChunkKind kind, uint16_t owner) {
@@ -166,6 +190,8 @@ void PageSpace::SetChunkKind(char* chunk, ChunkKind kind) {
   PageHeader* page = PageOf(chunk);
   const size_t index = ChunkIndexOf(chunk);
   const ChunkKind old = page->chunk_kind[index].load(std::memory_order_relaxed);
+  // A chunk becoming free holds no object any more (object_starts.h).
+  if (kind == ChunkKind::kFree && page->kind == PageKind::kSmall) ClearChunkObjectStarts(chunk);
   chunks_by_kind_[KindIndex(old)].fetch_sub(1, std::memory_order_relaxed);
   chunks_by_kind_[KindIndex(kind)].fetch_add(1, std::memory_order_relaxed);
   page->chunk_kind[index].store(kind, std::memory_order_relaxed);
@@ -298,6 +324,7 @@ void PageSpace::RebuildAfterCollection() {
   while (warm_pages_.size() > RetentionLimitLocked()) {  // the live set shrank
     PageHeader* page = warm_pages_.back();
     warm_pages_.pop_back();
+    port::Decommit(page->object_starts, kStartBytesPerPage);
     port::Decommit(page, kPageSize);
     cold_pages_.push_back(page);
   }

@@ -100,7 +100,10 @@ class PageSpace {
   struct Segment {
     std::atomic<uintptr_t> base{0};
     std::atomic<uintptr_t> end{0};
+    uint64_t* object_starts = nullptr;  // kStartBytesPerPage per page (object_starts.h); under mu_
   };
+  // The part of its segment's object-start map that belongs to `page`.
+  uint64_t* ObjectStartsOfLocked(const PageHeader* page) const;
 
   mutable std::mutex mu_;  // guards everything below that is not atomic
   std::array<Segment, kMaxSegments> segments_;

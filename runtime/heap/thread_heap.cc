@@ -120,6 +120,7 @@ void ThreadHeap::ResetNursery() {
     std::memset(nursery_chunks_[i], kPoisonByte, kChunkSize);
 #endif
     info.fringe = nursery_chunks_[i];
+    ClearChunkObjectStarts(nursery_chunks_[i]);
   }
   // Top the nursery back up if promotions in place shrank it.
   if (nursery_chunks_.size() < nursery_target_chunks_) {

@@ -16,6 +16,7 @@
 #include <vector>
 
 #include "runtime/heap/heap.h"
+#include "runtime/heap/object_starts.h"
 #include "runtime/heap/page.h"
 
 namespace revkv::runtime {
@@ -64,14 +65,19 @@ class ThreadHeap {
     }
     return NextNurseryChunk(size);
   }
-  // Old-space allocation (collections and promotion). nullptr when no chunk can be had.
+  // Old-space allocation (collections and promotion), noted in the object-start map. nullptr when no
+  // chunk can be had.
   char* AllocateOld(size_t size, uint16_t owner) {
+    char* p;
     if (size <= old_.Available()) [[likely]] {
-      char* p = old_.cursor;
+      p = old_.cursor;
       old_.cursor += size;
-      return p;
+    } else {
+      p = AllocateOldSlow(size, owner);
+      if (p == nullptr) return nullptr;
     }
-    return AllocateOldSlow(size, owner);
+    NoteObjectStart(p);
+    return p;
   }
 
   // Publishes the fringe of every chunk this thread is filling, making them parseable.
