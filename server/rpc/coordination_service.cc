@@ -107,19 +107,22 @@ class ObserveReactor final : public grpc::ServerWriteReactor<v3electionpb::Leade
 
   void OnWriteDone(bool ok) override {
     GrpcReaction reaction(this);
-    std::lock_guard<std::mutex> lock(mu_);
-    queue_.pop_front();
-    if (!ok) {  // the stream is broken: stop observing; OnEnd finishes
+    {
+      std::lock_guard<std::mutex> lock(mu_);
+      queue_.pop_front();
+      if (!ok) {  // the stream is broken: stop observing; OnEnd finishes
+        writing_ = false;
+        if (operation_ != nullptr) operation_->Cancel();
+        return;
+      }
+      if (!queue_.empty()) {
+        StartGrpcOperation(this, [this] { StartWrite(&queue_.front()); });
+        return;
+      }
       writing_ = false;
-      if (operation_ != nullptr) operation_->Cancel();
-      return;
+      if (!ended_) return;
     }
-    if (!queue_.empty()) {
-      StartGrpcOperation(this, [this] { StartWrite(&queue_.front()); });
-      return;
-    }
-    writing_ = false;
-    if (ended_) StartGrpcOperation(this, [this] { Finish(end_status_); });
+    FinishEnded();
   }
 
   void OnCancel() override {
@@ -151,12 +154,23 @@ class ObserveReactor final : public grpc::ServerWriteReactor<v3electionpb::Leade
   }
 
   void OnEnd(absl::Status s) {
-    std::lock_guard<std::mutex> lock(mu_);
-    if (ended_) return;
-    ended_ = true;
-    // A cancelled Observe ends as etcd's does: the client's context error, which the client made.
-    end_status_ = AsEtcdCoordinationError(s);
-    if (!writing_) StartGrpcOperation(this, [this] { Finish(end_status_); });
+    {
+      std::lock_guard<std::mutex> lock(mu_);
+      if (ended_) return;
+      ended_ = true;
+      // A cancelled Observe ends as etcd's does: the client's context error, which the client made.
+      end_status_ = AsEtcdCoordinationError(s);
+      if (writing_) return;  // OnWriteDone finishes
+    }
+    FinishEnded();
+  }
+
+  // Finishes the ended stream. Called with mu_ released, once (by whichever of OnEnd and OnWriteDone sees
+  // the stream ended with no write in flight): OnDone may follow at once, on another thread, and delete
+  // this reactor, so nothing here may touch it after Finish (not even to unlock mu_). end_status_ is no
+  // longer written once ended_ is set.
+  void FinishEnded() ABSL_NO_THREAD_SAFETY_ANALYSIS {
+    StartGrpcOperation(this, [this] { Finish(end_status_); });
   }
 
   // Ends the stream before it starts, with `s` as etcd would answer it (a refused caller).
