@@ -13,6 +13,7 @@
 #include <functional>
 #include <memory>
 
+#include "server/rpc/grpc_handoff.h"
 #include "server/rpc/server_state.h"
 #include "server/rpc/status.h"
 
@@ -41,7 +42,8 @@ class UnaryCall final : public CallTag {
                    std::shared_ptr<const Handler> handler, const MethodMetrics* metrics,
                    std::atomic<int64_t>* in_flight) {
     auto* call = new UnaryCall(service, method, cq, std::move(handler), metrics, in_flight);
-    (service->*method)(&call->context_, &call->request_, &call->responder_, cq, cq, call);
+    StartGrpcOperation(
+        call, [&] { (service->*method)(&call->context_, &call->request_, &call->responder_, cq, cq, call); });
   }
 
   const Request& request() const { return request_; }
@@ -50,11 +52,13 @@ class UnaryCall final : public CallTag {
   void Finish(const Response& response, const grpc::Status& status) {
     ok_ = status.ok();
     finishing_ = true;
-    if (status.ok()) {
-      responder_.Finish(response, status, this);
-    } else {
-      responder_.FinishWithError(status, this);
-    }
+    StartGrpcOperation(this, [&] {
+      if (status.ok()) {
+        responder_.Finish(response, status, this);
+      } else {
+        responder_.FinishWithError(status, this);
+      }
+    });
   }
 
   void Proceed(bool ok) override {

@@ -7,6 +7,7 @@
 #include <utility>
 
 #include "absl/base/thread_annotations.h"
+#include "server/rpc/grpc_handoff.h"
 #include "server/rpc/identity.h"
 #include "server/rpc/status.h"
 
@@ -28,7 +29,9 @@ template <class Response>
 class CoordinationReactor final : public grpc::ServerUnaryReactor {
  public:
   CoordinationReactor(ServerState* state, Response* response, const char* method)
-      : state_(state), response_(response), metrics_(&state->ForMethod(method)) {}
+      : state_(state), response_(response), metrics_(&state->ForMethod(method)) {
+    HandOverToGrpc(this);  // for OnCancel and OnDone, on gRPC's threads
+  }
 
   // The callback to hand to the coordinator.
   Coordinator::Done<Response> Callback() {
@@ -36,19 +39,25 @@ class CoordinationReactor final : public grpc::ServerUnaryReactor {
   }
 
   // Attaches the long operation that a cancellation must stop (it may have been cancelled already).
+  // Called by the method handler before it returns the reactor to gRPC.
   void Attach(std::shared_ptr<CoordinationOperation> operation) {
-    std::lock_guard<std::mutex> lock(mu_);
-    operation_ = std::move(operation);
-    if (canceled_) operation_->Cancel();
+    {
+      std::lock_guard<std::mutex> lock(mu_);
+      operation_ = std::move(operation);
+      if (canceled_) operation_->Cancel();
+    }
+    HandOverToGrpc(this);  // for OnDone, which destroys operation_ without mu_
   }
 
   void OnCancel() override {
+    GrpcReaction reaction(this);
     std::lock_guard<std::mutex> lock(mu_);
     canceled_ = true;
     if (operation_ != nullptr) operation_->Cancel();
   }
 
   void OnDone() override {
+    TakeBackFromGrpc(this);
     metrics_->Record(start_, ok_);
     delete this;
   }
@@ -56,13 +65,14 @@ class CoordinationReactor final : public grpc::ServerUnaryReactor {
  private:
   void Complete(absl::StatusOr<Response> result) {
     if (!result.ok()) {
-      Finish(AsEtcdCoordinationError(result.status()));
+      const grpc::Status status = AsEtcdCoordinationError(result.status());
+      StartGrpcOperation(this, [&] { Finish(status); });
       return;
     }
     *response_ = std::move(*result);
     state_->FillHeader(response_->mutable_header());
     ok_ = true;
-    Finish(grpc::Status::OK);
+    StartGrpcOperation(this, [this] { Finish(grpc::Status::OK); });
   }
 
   ServerState* const state_;
@@ -81,40 +91,51 @@ class ObserveReactor final : public grpc::ServerWriteReactor<v3electionpb::Leade
  public:
   static constexpr size_t kMaxQueued = 1024;
 
-  explicit ObserveReactor(ServerState* state) : state_(state) {}
+  explicit ObserveReactor(ServerState* state) : state_(state) { HandOverToGrpc(this); }
 
   void Start(Coordinator* coordinator, const v3electionpb::LeaderRequest& request) {
     std::shared_ptr<CoordinationOperation> operation = coordinator->Observe(
         request, [this](const v3electionpb::LeaderResponse& r) { OnLeader(r); },
         [this](absl::Status s) { OnEnd(std::move(s)); });
-    std::lock_guard<std::mutex> lock(mu_);
-    operation_ = std::move(operation);
-    if (canceled_) operation_->Cancel();
+    {
+      std::lock_guard<std::mutex> lock(mu_);
+      operation_ = std::move(operation);
+      if (canceled_) operation_->Cancel();
+    }
+    HandOverToGrpc(this);  // for OnDone, which destroys operation_ without mu_
   }
 
   void OnWriteDone(bool ok) override {
-    std::lock_guard<std::mutex> lock(mu_);
-    queue_.pop_front();
-    if (!ok) {  // the stream is broken: stop observing; OnEnd finishes
+    GrpcReaction reaction(this);
+    {
+      std::lock_guard<std::mutex> lock(mu_);
+      queue_.pop_front();
+      if (!ok) {  // the stream is broken: stop observing; OnEnd finishes
+        writing_ = false;
+        if (operation_ != nullptr) operation_->Cancel();
+        return;
+      }
+      if (!queue_.empty()) {
+        StartGrpcOperation(this, [this] { StartWrite(&queue_.front()); });
+        return;
+      }
       writing_ = false;
-      if (operation_ != nullptr) operation_->Cancel();
-      return;
+      if (!ended_) return;
     }
-    if (!queue_.empty()) {
-      StartWrite(&queue_.front());
-      return;
-    }
-    writing_ = false;
-    if (ended_) Finish(end_status_);
+    FinishEnded();
   }
 
   void OnCancel() override {
+    GrpcReaction reaction(this);
     std::lock_guard<std::mutex> lock(mu_);
     canceled_ = true;
     if (operation_ != nullptr) operation_->Cancel();
   }
 
-  void OnDone() override { delete this; }
+  void OnDone() override {
+    TakeBackFromGrpc(this);
+    delete this;
+  }
 
  private:
   void OnLeader(const v3electionpb::LeaderResponse& r) {
@@ -128,17 +149,28 @@ class ObserveReactor final : public grpc::ServerWriteReactor<v3electionpb::Leade
     state_->FillHeader(queue_.back().mutable_header());
     if (!writing_) {
       writing_ = true;
-      StartWrite(&queue_.front());
+      StartGrpcOperation(this, [this] { StartWrite(&queue_.front()); });
     }
   }
 
   void OnEnd(absl::Status s) {
-    std::lock_guard<std::mutex> lock(mu_);
-    if (ended_) return;
-    ended_ = true;
-    // A cancelled Observe ends as etcd's does: the client's context error, which the client made.
-    end_status_ = AsEtcdCoordinationError(s);
-    if (!writing_) Finish(end_status_);
+    {
+      std::lock_guard<std::mutex> lock(mu_);
+      if (ended_) return;
+      ended_ = true;
+      // A cancelled Observe ends as etcd's does: the client's context error, which the client made.
+      end_status_ = AsEtcdCoordinationError(s);
+      if (writing_) return;  // OnWriteDone finishes
+    }
+    FinishEnded();
+  }
+
+  // Finishes the ended stream. Called with mu_ released, once (by whichever of OnEnd and OnWriteDone sees
+  // the stream ended with no write in flight): OnDone may follow at once, on another thread, and delete
+  // this reactor, so nothing here may touch it after Finish (not even to unlock mu_). end_status_ is no
+  // longer written once ended_ is set.
+  void FinishEnded() ABSL_NO_THREAD_SAFETY_ANALYSIS {
+    StartGrpcOperation(this, [this] { Finish(end_status_); });
   }
 
   // Ends the stream before it starts, with `s` as etcd would answer it (a refused caller).

@@ -3,6 +3,7 @@
 
 #include "server/lease/lessor.h"
 #include "server/rpc/call.h"
+#include "server/rpc/grpc_handoff.h"
 #include "server/rpc/identity.h"
 #include "server/rpc/status.h"
 #include "server/store/errors.h"
@@ -30,12 +31,13 @@ class KeepAliveReactor final : public grpc::ServerBidiReactor<LeaseKeepAliveRequ
  public:
   KeepAliveReactor(ServerState* state, grpc::CallbackServerContext* context)
       : state_(state), context_(context) {
-    StartRead(&request_);
+    StartGrpcOperation(this, [this] { StartRead(&request_); });
   }
 
   void OnReadDone(bool ok) override {
+    GrpcReaction reaction(this);
     if (!ok) {  // the client closed its side, or the call was cancelled
-      Finish(grpc::Status::OK);
+      StartGrpcOperation(this, [this] { Finish(grpc::Status::OK); });
       return;
     }
     // As etcd: the header is made before the renewal, so its revision is not after the keep-alive.
@@ -51,24 +53,28 @@ class KeepAliveReactor final : public grpc::ServerBidiReactor<LeaseKeepAliveRequ
       absl::StatusOr<AuthInfo> who = Identify(*context_, state_);
       absl::Status allowed = who.ok() ? state_->engine->store().VisibleAuth()->CheckUser(*who) : who.status();
       if (!allowed.ok()) {
-        Finish(ToGrpc(allowed));
+        StartGrpcOperation(this, [this, allowed] { Finish(ToGrpc(allowed)); });
         return;
       }
     }
     absl::StatusOr<int64_t> ttl = state_->lessor->Renew(request_.id());
     response_.set_ttl(ttl.ok() ? *ttl : 0);  // etcd answers an unknown lease with TTL 0
-    StartWrite(&response_);
+    StartGrpcOperation(this, [this] { StartWrite(&response_); });
   }
 
   void OnWriteDone(bool ok) override {
+    GrpcReaction reaction(this);
     if (!ok) {
-      Finish(grpc::Status::CANCELLED);
+      StartGrpcOperation(this, [this] { Finish(grpc::Status::CANCELLED); });
       return;
     }
-    StartRead(&request_);
+    StartGrpcOperation(this, [this] { StartRead(&request_); });
   }
 
-  void OnDone() override { delete this; }
+  void OnDone() override {
+    TakeBackFromGrpc(this);
+    delete this;
+  }
 
  private:
   ServerState* const state_;

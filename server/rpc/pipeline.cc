@@ -11,6 +11,7 @@
 #include <mutex>
 
 #include "server/rpc/call.h"
+#include "server/rpc/grpc_handoff.h"
 #include "server/rpc/identity.h"
 #include "server/rpc/status.h"
 
@@ -24,7 +25,8 @@ class PipelineCall final {
  public:
   PipelineCall(::revkv::v1::KV::AsyncService* service, grpc::ServerCompletionQueue* cq, ServerState* state)
       : service_(service), cq_(cq), state_(state), stream_(&context_) {
-    service_->RequestPipeline(&context_, &stream_, cq_, cq_, &opened_);
+    StartGrpcOperation(&opened_,
+                       [this] { service_->RequestPipeline(&context_, &stream_, cq_, cq_, &opened_); });
   }
   ~PipelineCall() {
     state_->requests_in_flight.fetch_sub(static_cast<int64_t>(pending_.size()), std::memory_order_release);
@@ -67,7 +69,7 @@ class PipelineCall final {
   void StartReadLocked() {
     ++refs_;
     reading_ = true;
-    stream_.Read(&request_, &read_done_);
+    StartGrpcOperation(&read_done_, [this] { stream_.Read(&request_, &read_done_); });
   }
 
   void OnRead(bool ok) {
@@ -132,7 +134,7 @@ class PipelineCall final {
     }
     ++refs_;
     writing_ = true;
-    stream_.Write(front.response, &write_done_);
+    StartGrpcOperation(&write_done_, [&] { stream_.Write(front.response, &write_done_); });
   }
 
   void OnWritten(bool ok) {
@@ -159,7 +161,7 @@ class PipelineCall final {
     if (finishing_) return;
     finishing_ = true;
     ++refs_;
-    stream_.Finish(status, &finished_);
+    StartGrpcOperation(&finished_, [&] { stream_.Finish(status, &finished_); });
   }
 
   void OnFinished(bool /*ok*/) {

@@ -16,6 +16,7 @@
 #include "server/auth/simple_token.h"
 #include "server/lease/lessor.h"
 #include "server/rpc/call.h"
+#include "server/rpc/grpc_handoff.h"
 #include "server/rpc/pipeline.h"
 #include "spdlog/spdlog.h"
 
@@ -151,6 +152,7 @@ void RpcServer::WorkerLoop(int index, grpc::ServerCompletionQueue* cq) {
       got = cq->Next(&tag, &ok);
     }
     if (!got) return;  // the queue is shut down and drained
+    TakeBackFromGrpc(tag);
     static_cast<CallTag*>(tag)->Proceed(ok);
   }
 }

@@ -3,6 +3,7 @@
 
 #include <mutex>
 
+#include "server/rpc/grpc_handoff.h"
 #include "server/rpc/identity.h"
 #include "server/store/errors.h"
 
@@ -37,7 +38,7 @@ class WatchReactor final : public grpc::ServerBidiReactor<WatchRequest, WatchRes
         credentials_(CredentialsOf(*context, state)) {
     stream_ = hub_->OpenStream([this] { TryWrite(); });
     service_->Register(this);
-    StartRead(&request_);
+    StartGrpcOperation(this, [this] { StartRead(&request_); });
   }
 
   // Checks every open watcher of the stream against the visible auth state (after an auth change).
@@ -56,6 +57,7 @@ class WatchReactor final : public grpc::ServerBidiReactor<WatchRequest, WatchRes
   }
 
   void OnReadDone(bool ok) override {
+    GrpcReaction reaction(this);
     if (!ok) return;  // the client closed its side (or the call ended): keep sending, as etcd does
     switch (request_.request_union_case()) {
       case WatchRequest::kCreateRequest:
@@ -84,10 +86,11 @@ class WatchReactor final : public grpc::ServerBidiReactor<WatchRequest, WatchRes
         return;
       }
     }
-    StartRead(&request_);
+    StartGrpcOperation(this, [this] { StartRead(&request_); });
   }
 
   void OnWriteDone(bool ok) override {
+    GrpcReaction reaction(this);
     bool resume_reading = false;
     bool finish = false;
     {
@@ -103,11 +106,12 @@ class WatchReactor final : public grpc::ServerBidiReactor<WatchRequest, WatchRes
     }
     if (finish) return FinishCanceled();  // the reactor may be gone once Finish is called
     stream_->WriteDone();
-    if (resume_reading) StartRead(&request_);
+    if (resume_reading) StartGrpcOperation(this, [this] { StartRead(&request_); });
     TryWrite();
   }
 
   void OnCancel() override {
+    GrpcReaction reaction(this);
     bool finish = false;
     {
       std::lock_guard<std::mutex> lock(mu_);
@@ -118,6 +122,7 @@ class WatchReactor final : public grpc::ServerBidiReactor<WatchRequest, WatchRes
   }
 
   void OnDone() override {
+    TakeBackFromGrpc(this);
     service_->Unregister(this);        // no Revalidate after this
     hub_->CloseStream(stream_.get());  // no TryWrite after this
     delete this;
@@ -145,7 +150,7 @@ class WatchReactor final : public grpc::ServerBidiReactor<WatchRequest, WatchRes
       writing_ = true;
     }
     state_->FillHeader(out_.mutable_header());
-    StartWrite(&out_);
+    StartGrpcOperation(this, [this] { StartWrite(&out_); });
   }
 
   // True once, for the caller that must call FinishCanceled (with mu_ released).
@@ -157,7 +162,10 @@ class WatchReactor final : public grpc::ServerBidiReactor<WatchRequest, WatchRes
 
   // etcd ends a canceled stream with "etcdserver: watch canceled" (ErrGRPCWatchCanceled). Called with mu_
   // released: OnDone may follow at once and delete this reactor.
-  void FinishCanceled() { Finish(grpc::Status(grpc::StatusCode::CANCELLED, "etcdserver: watch canceled")); }
+  void FinishCanceled() {
+    StartGrpcOperation(
+        this, [this] { Finish(grpc::Status(grpc::StatusCode::CANCELLED, "etcdserver: watch canceled")); });
+  }
 
   ServerState* state_;
   WatchService* service_;

@@ -24,6 +24,7 @@
 #include <thread>
 
 #include "grpc/health/v1/health.grpc.pb.h"
+#include "tests/support/sanitizer_reports.h"
 
 extern char** environ;
 
@@ -184,6 +185,11 @@ ServerProcess::ServerProcess(ServerOptions options)
 
 ServerProcess::~ServerProcess() {
   if (pid_ > 0) (void)Kill();
+  if (options_.flavor == Flavor::kRevkv) {
+    if (const std::string report = test_support::FirstSanitizerReport(Log()); !report.empty()) {
+      ADD_FAILURE() << "the server's log (" << log_path_ << ") holds a sanitizer report:\n" << report;
+    }
+  }
   if (::testing::Test::HasFailure()) {
     std::cerr << "---- " << FlavorName(options_.flavor) << " server log (" << log_path_ << ") ----\n"
               << Tail(Log(), kLogTailBytes) << "---- end of server log ----\n";

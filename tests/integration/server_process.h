@@ -66,7 +66,8 @@ struct ServerOptions {
 class ServerProcess {
  public:
   explicit ServerProcess(ServerOptions options = {});
-  // SIGKILLs the server if it still runs; prints its log if the current test has failed.
+  // SIGKILLs the server if it still runs; fails the current test if revkv-server's log holds a
+  // sanitizer report (tests/support/sanitizer_reports.h); prints the log if the test has failed.
   ~ServerProcess();
   ServerProcess(const ServerProcess&) = delete;
   ServerProcess& operator=(const ServerProcess&) = delete;

@@ -109,6 +109,7 @@ class Collector {
         }
         if (!events_.empty() && stop_at_ > 0 && events_.back().revision >= stop_at_) break;
       }
+      std::lock_guard<std::mutex> lock(mu_);
       done_ = true;
     });
   }
@@ -170,7 +171,7 @@ class Collector {
   std::vector<int> responses_;  // parallel to events_
   std::optional<WatchResponse> canceled_;
   int64_t stop_at_ = 0;
-  bool done_ = false;
+  bool done_ = false;  // under mu_, as the three above
   std::thread thread_;
 };
 

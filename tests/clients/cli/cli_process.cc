@@ -26,6 +26,7 @@
 #include <thread>
 
 #include "etcdserverpb/rpc.grpc.pb.h"
+#include "tests/support/sanitizer_reports.h"
 
 extern char** environ;
 
@@ -228,6 +229,9 @@ TestServer::TestServer()
 
 TestServer::~TestServer() {
   Stop();
+  if (const std::string report = test_support::FirstSanitizerReport(Log()); !report.empty()) {
+    ADD_FAILURE() << "the server's log (" << log_path_ << ") holds a sanitizer report:\n" << report;
+  }
   if (::testing::Test::HasFailure()) {
     std::cerr << "---- revkv-server log (" << log_path_ << ") ----\n" << Log() << "---- end of log ----\n";
   }

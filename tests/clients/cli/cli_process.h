@@ -58,7 +58,8 @@ CommandResult RunCommand(const std::vector<std::string>& argv, const std::string
 class TestServer {
  public:
   TestServer();
-  // Stops the server if it runs; prints its log if the current test has failed.
+  // Stops the server if it runs; fails the current test if the server's log holds a sanitizer report
+  // (tests/support/sanitizer_reports.h); prints the log if the test has failed.
   ~TestServer();
   TestServer(const TestServer&) = delete;
   TestServer& operator=(const TestServer&) = delete;

@@ -27,6 +27,7 @@
 #include <thread>
 #include <vector>
 
+#include "absl/cleanup/cleanup.h"
 #include "runtime/heap/heap.h"
 #include "runtime/safepoint/safepoint.h"
 #include "server/store/errors.h"
@@ -256,6 +257,25 @@ TEST(EngineTest, ACheckpointWhileTwoWritersCommitHoldsOneRevisionAndRemovesOldSe
         }
       });
     }
+    // A failed check returns early: the writers still stop and are joined, so that the child exits with
+    // the check's status rather than std::terminate on a joinable thread.
+    absl::Cleanup join_writers = [&] {
+      stop.store(true);
+      runtime::SafeRegion waiting;
+      for (auto& w : writers) {
+        if (w.joinable()) w.join();
+      }
+    };
+    // True once the writers have committed past `revision`, false if they have not within 30 s. Under
+    // load they can go without CPU for a while; the checkpoints must be taken while they commit.
+    auto committed_after = [&](int64_t revision) {
+      const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(30);
+      while (store.Revision() <= revision && std::chrono::steady_clock::now() < deadline) {
+        runtime::SafeRegion waiting;
+        std::this_thread::sleep_for(std::chrono::milliseconds(1));
+      }
+      return store.Revision() > revision;
+    };
     auto check_checkpoint = [&](const CheckpointStats& c) -> int {
       std::map<std::string, std::string> in_file;
       auto loaded =
@@ -274,18 +294,20 @@ TEST(EngineTest, ACheckpointWhileTwoWritersCommitHoldsOneRevisionAndRemovesOldSe
         const std::string problem = CheckStepsIn(in_file, prefix, false, &steps);
         CHILD_CHECK(problem.empty(), "%s%s", prefix.c_str(), problem.c_str());
       }
-      CHILD_CHECK(store.Revision() > c.revision && c.revision > c.base_revision,
+      CHILD_CHECK(committed_after(c.revision) && c.revision > c.base_revision,
                   "the writers stopped during the checkpoint");
       return 0;
     };
     // A checkpoint holds the oldest readable revision; with no window that is the compaction's. So
     // compact to the newest revision, with the writers going, before each checkpoint.
+    // Then wait for a writer's commit after it, so that the checkpoint holds an older revision than the
+    // newest one.
     auto compact_now = [&] {
       etcdserverpb::CompactionRequest r;
       // The newest revision a client can have seen: with fsync none the newest commit may not be
       // durable yet, and Compact answers "future revision" past the durable one.
       r.set_revision(store.VisibleRevision());
-      return store.Compact(r).ok();
+      return store.Compact(r).ok() && committed_after(r.revision());
     };
     std::this_thread::sleep_for(std::chrono::milliseconds(30));
     CHILD_CHECK(compact_now(), "compact");
@@ -299,11 +321,7 @@ TEST(EngineTest, ACheckpointWhileTwoWritersCommitHoldsOneRevisionAndRemovesOldSe
     auto second = (*engine)->Checkpoint();
     CHILD_CHECK(second.ok(), "%s", second.status().ToString().c_str());
     if (int rc = check_checkpoint(*second); rc != 0) return rc;
-    stop.store(true);
-    {
-      runtime::SafeRegion waiting;
-      for (auto& w : writers) w.join();
-    }
+    std::move(join_writers).Invoke();
     CHILD_CHECK(failures.load() == 0, "%d writes failed", failures.load());
     // The segments wholly before the state the first checkpoint holds are gone; the one holding the
     // revision after it is still there.

@@ -11,9 +11,9 @@
 #include <algorithm>
 #include <cstdio>
 #include <cstdlib>
+#include <cstring>
 #include <filesystem>
 #include <fstream>
-#include <cstring>
 #include <functional>
 #include <iterator>
 #include <map>
@@ -87,6 +87,7 @@ inline int RunInChild(const std::function<int()>& body, size_t max_heap_bytes = 
       std::printf("check failed at line %d: %s: ", __LINE__, #cond); \
       std::printf(__VA_ARGS__);                                      \
       std::printf("\n");                                             \
+      std::fflush(stdout);                                           \
       return 1;                                                      \
     }                                                                \
   } while (0)

@@ -203,7 +203,10 @@ TEST_F(LessorTest, ManyLeasesExpireWithinTheBound) {
   ASSERT_TRUE(left.ok());
   EXPECT_TRUE(left->empty());
   // The bound stated in docs/benchmarks.md: 5 s for 100,000 leases expiring at once (scaled, 2 s at least).
+  // A speed figure, held in the main build only: a sanitizer's slowdown is not the lessor's.
+#if !defined(REVKV_SANITIZER)
   EXPECT_LT(late_ms, std::max(2000.0, 5000.0 * count / 100000));
+#endif
   EXPECT_TRUE((*engine)->Close().ok());
   engine->reset();
   std::filesystem::remove_all(dir);
