@@ -236,7 +236,7 @@ TEST_F(GcTest, GarbageIsReclaimedWithinTheHeapMaximum) {
     ASSERT_EQ(node->value, i);
   }
   const GcStatistics stats = GetGcStatistics();
-  EXPECT_EQ(stats.allocation_failures, 0u);
+  EXPECT_EQ(AllocationFailuresInThisTest(), 0u);
   EXPECT_LE(peak_committed, max);
   EXPECT_GT(stats.collections[static_cast<int>(CollectionKind::kMajor)], 0u);
   EXPECT_GT(stats.collections[static_cast<int>(CollectionKind::kMinor)], 10u);
@@ -459,7 +459,7 @@ TEST_F(GcTest, ADeferralStillCollectsNearTheHeapMaximum) {
   std::lock_guard<std::mutex> lock(mu);
   EXPECT_NE(std::count(reasons.begin(), reasons.end(), "heap growth"), 0) << "only exhaustion collected";
   EXPECT_LE(peak, max);
-  EXPECT_EQ(GetGcStatistics(0).allocation_failures, 0u);
+  EXPECT_EQ(AllocationFailuresInThisTest(), 0u);
 }
 
 // Grows a list from `head` until allocation fails; returns the failure. Runs in its own frame so the
@@ -479,7 +479,7 @@ TEST_F(GcTest, LiveSetLargerThanTheMaximumYieldsTheNamedErrorAndTheHeapStaysUsab
   const absl::Status failure = GrowUntilExhausted(head);
   EXPECT_EQ(failure.code(), absl::StatusCode::kResourceExhausted);
   EXPECT_NE(failure.message().find("heap exhausted"), std::string::npos) << failure;
-  EXPECT_GT(GetGcStatistics().allocation_failures, 0u);
+  EXPECT_GT(AllocationFailuresInThisTest(), 0u);
   head.set(nullptr);
   ScrubStack();
   CollectMajor();

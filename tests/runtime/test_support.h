@@ -206,10 +206,22 @@ class RuntimeTest : public ::testing::Test {
     SetMaxHeapBytes(options.max_heap_bytes);
     SetPageRetention(options.retained_free_pages, options.retain_evacuation_reserve);
     registration_.emplace("test-main");
+    // One process may run many tests (ctest's *.one_process). Each starts from a heap without the
+    // garbage and the retained free pages an earlier test left behind, and counts allocation
+    // failures from here on, so that no test's figures depend on which tests ran before it.
+    SetPageRetention(0, false);
+    CollectMajor();
+    SetPageRetention(options.retained_free_pages, options.retain_evacuation_reserve);
+    allocation_failures_at_start_ = GetGcStatistics(0).allocation_failures;
   }
   void TearDown() override {
     ResetNursery();
     registration_.reset();
+  }
+
+  // Allocation failures since this test started (the statistic is process-wide).
+  uint64_t AllocationFailuresInThisTest() const {
+    return GetGcStatistics(0).allocation_failures - allocation_failures_at_start_;
   }
 
   template <class T>
@@ -221,6 +233,7 @@ class RuntimeTest : public ::testing::Test {
 
  private:
   std::optional<ThreadRegistration> registration_;
+  uint64_t allocation_failures_at_start_ = 0;
 };
 
 }  // namespace revkv::runtime::testing
