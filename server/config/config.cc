@@ -18,10 +18,7 @@
 #include "fmt/format.h"
 #include "server/config/config_file.h"
 #include "server/config/settings.h"
-
-#ifndef REVKV_VERSION
-#define REVKV_VERSION "unknown"
-#endif
+#include "server/config/version.h"
 
 namespace revkv::server {
 namespace {
@@ -39,7 +36,7 @@ uint64_t Fnv1a(uint64_t hash, std::string_view bytes) {
   return hash;
 }
 
-std::string VersionText() { return fmt::format("{} {}", kProgram, REVKV_VERSION); }
+std::string VersionText() { return fmt::format("{} {}", kProgram, kServerVersion); }
 
 // What CLI11 captured: one string per setting (or a bool for flags) and whether it was given.
 struct CapturedFlags {

@@ -10,6 +10,7 @@
 
 #include "etcdserverpb/rpc.pb.h"
 #include "server/config/config.h"
+#include "server/config/version.h"  // kServerVersion, reported by Status and ServerInfo
 #include "server/engine/engine.h"
 #include "server/ops/metrics.h"
 
@@ -22,10 +23,6 @@ class SimpleTokens;
 }  // namespace revkv::server::auth
 
 namespace revkv::server {
-
-// The version string revkv reports (Maintenance/Status, ServerInfo, --version). etcd clients parse the
-// first part as an etcd API version, so it starts with the etcd version whose API revkv speaks.
-inline constexpr std::string_view kServerVersion = "3.4.0-revkv.0.1.0";
 
 // Per-method request figures.
 struct MethodMetrics {

@@ -7,12 +7,14 @@
 
 #include <cstdio>
 #include <fstream>
+#include <regex>
 #include <sstream>
 #include <string>
 #include <vector>
 
 #include "gtest/gtest.h"
 #include "server/config/settings.h"
+#include "server/config/version.h"
 
 namespace revkv::server {
 namespace {
@@ -381,10 +383,29 @@ TEST(Config, TableHasExactlyTheExpectedSettings) {
   EXPECT_EQ(flags, kExpectedFlags);
 }
 
-TEST(Config, VersionFlag) {
+TEST(Config, VersionFlagPrintsTheVersionClientsSee) {
   absl::StatusOr<CommandLine> parsed = ParseCommandLine({"--version"});
   ASSERT_TRUE(parsed.ok());
-  EXPECT_EQ(parsed->exit_text.value_or(""), "revkv-server " REVKV_VERSION "\n");
+  EXPECT_EQ(parsed->exit_text.value_or(""), "revkv-server " + std::string(kServerVersion) + "\n");
+}
+
+// Semantic Versioning 2.0.0's own grammar (semver.org, "Is there a suggested regular expression").
+const std::regex kSemver(
+    R"(^(0|[1-9]\d*)\.(0|[1-9]\d*)\.(0|[1-9]\d*))"
+    R"((?:-((?:0|[1-9]\d*|\d*[a-zA-Z-][0-9a-zA-Z-]*)(?:\.(?:0|[1-9]\d*|\d*[a-zA-Z-][0-9a-zA-Z-]*))*))?)"
+    R"((?:\+([0-9a-zA-Z-]+(?:\.[0-9a-zA-Z-]+)*))?$)");
+
+// etcd clients compare the server's version with etcd versions ("at least 3.4.0"): it must be valid
+// semver, compare equal to etcd 3.4.0 (build metadata does not count; a pre-release would sort below it)
+// and still name revkv and its own version.
+TEST(Config, TheVersionIsSemverThatComparesAsEtcd34) {
+  const std::string version(kServerVersion);
+  std::smatch m;
+  ASSERT_TRUE(std::regex_match(version, m, kSemver)) << version;
+  EXPECT_EQ(m[1].str() + "." + m[2].str() + "." + m[3].str(), std::string(kEtcdApiVersion));
+  EXPECT_EQ(m[4].str(), "") << "a pre-release sorts below " << kEtcdApiVersion << ": " << version;
+  EXPECT_EQ(m[5].str(), "revkv." + std::string(kRevkvVersion)) << version;
+  EXPECT_EQ(kEtcdApiVersion.substr(0, 4), "3.4.");
 }
 
 TEST(ConfigDeathTest, ParseConfigExitsZeroOnHelpAndVersion) {
