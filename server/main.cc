@@ -7,6 +7,7 @@
 #include <memory>
 
 #include "absl/strings/numbers.h"
+#include "fmt/format.h"
 #include "google/protobuf/util/json_util.h"
 #include "runtime/gc/gc.h"
 #include "runtime/heap/heap.h"
@@ -54,6 +55,7 @@ EngineOptions EngineOptionsFrom(const ServerConfig& c) {
   o.store.quota_bytes = c.EffectiveQuotaBytes();
   o.checkpoint_interval = static_cast<int64_t>(c.checkpoint_interval);
   o.checkpoint_keep = c.checkpoint_keep;
+  o.lock_owner = fmt::format("revkv-server, member '{}'", c.name);
   return o;
 }
 
@@ -104,7 +106,8 @@ int Main(int argc, char** argv) {
   if (config.repair_wal) {
     absl::StatusOr<WalRepairReport> repair = RepairLog(EngineOptionsFrom(config));
     if (!repair.ok()) {
-      spdlog::error("cannot repair the log in {}: {}", config.data_dir, repair.status().ToString());
+      spdlog::error("cannot repair the log in {}: {}", config.data_dir,
+                    std::string(repair.status().message()));
       return 1;
     }
     std::printf("%s\n", repair->ToString().c_str());
@@ -128,7 +131,8 @@ int Main(int argc, char** argv) {
   RecoveryReport report;
   absl::StatusOr<std::unique_ptr<Engine>> engine = Engine::Open(EngineOptionsFrom(config), &report);
   if (!engine.ok()) {
-    spdlog::error("cannot open the data directory {}: {}", config.data_dir, engine.status().ToString());
+    spdlog::error("cannot open the data directory {}: {}", config.data_dir,
+                  std::string(engine.status().message()));
     return 1;
   }
   spdlog::info("recovery: {}", report.checkpoint.ToString());
@@ -142,7 +146,7 @@ int Main(int argc, char** argv) {
   // Every lease that survived recovery gets its full granted TTL again (deadlines are not persisted).
   Lessor lessor(&(*engine)->store());
   if (absl::Status s = lessor.Recover(); !s.ok()) {
-    spdlog::error("cannot restore the leases: {}", s.ToString());
+    spdlog::error("cannot restore the leases: {}", std::string(s.message()));
     return 1;
   }
   spdlog::info("recovered {} leases, each with its full TTL", lessor.size());
@@ -228,7 +232,7 @@ int Main(int argc, char** argv) {
   runtime::RemoveCollectionListener(gc_log);
   const absl::Status closed = (*engine)->Close();
   if (!closed.ok()) {
-    spdlog::error("closing the log: {}", closed.ToString());
+    spdlog::error("closing the log: {}", std::string(closed.message()));
     return 1;
   }
   spdlog::info("log flushed at revision {}; bye", (*engine)->store().Revision());

@@ -151,7 +151,8 @@ uint64_t DeriveClusterId(std::vector<uint64_t> member_ids) {
 std::string ServerConfig::Describe() const {
   std::string out;
   for (const config::Setting& setting : config::Settings()) {
-    std::string value = setting.get(*this);
+    const auto given = as_given.find(setting.flag);
+    std::string value = given != as_given.end() ? given->second : setting.get(*this);
     if (value.empty()) value = setting.flag == "metrics-listen" ? "(disabled)" : "(none)";
     out += fmt::format("{:<20} {}\n", setting.flag, value);
   }
@@ -225,6 +226,7 @@ absl::StatusOr<CommandLine> ParseCommandLine(const std::vector<std::string>& arg
     if (absl::Status status = setting.set(value, config); !status.ok()) {
       return absl::InvalidArgumentError(fmt::format("--{}: {}", setting.flag, std::string(status.message())));
     }
+    config::RememberAsGiven(setting, value, config);
   }
   if (config.workers == 0) {
     config.workers = static_cast<int>(std::max(1u, std::thread::hardware_concurrency()));

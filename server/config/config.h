@@ -16,6 +16,7 @@
 #pragma once
 
 #include <cstdint>
+#include <map>
 #include <optional>
 #include <string>
 #include <string_view>
@@ -102,6 +103,9 @@ struct ServerConfig {
   LogFormat log_format = LogFormat::kText;
 
   std::string config_file;  // the TOML file the settings were read from; "" when none
+  // Sizes and durations as the operator wrote them (flag -> text, e.g. "max-heap" -> "1TB"), so that
+  // Describe() echoes a value in the unit it was given in rather than in one the formatter picks.
+  std::map<std::string, std::string, std::less<>> as_given;
   bool repair_wal = false;  // --repair-wal (command line only): repair the log in data_dir and exit
   // --restore-snapshot FILE (command line only): restore the snapshot into data_dir and exit; "" = none.
   std::string restore_snapshot;

@@ -358,6 +358,17 @@ std::string Setting::TomlKey() const {
   return key;
 }
 
+void RememberAsGiven(const Setting& setting, std::string_view text, ServerConfig& config) {
+  if (setting.kind == ValueKind::kSize || setting.kind == ValueKind::kDuration) {
+    std::string trimmed(text);
+    while (!trimmed.empty() && std::isspace(static_cast<unsigned char>(trimmed.back()))) trimmed.pop_back();
+    while (!trimmed.empty() && std::isspace(static_cast<unsigned char>(trimmed.front()))) trimmed.erase(0, 1);
+    config.as_given[setting.flag] = trimmed;
+  } else {
+    config.as_given.erase(setting.flag);
+  }
+}
+
 const std::vector<Setting>& Settings() {
   static const std::vector<Setting>* const kSettings = new std::vector<Setting>(BuildSettings());
   return *kSettings;

@@ -55,15 +55,40 @@ absl::Status MakeDurableDirectories(FileSystem* fs, const std::string& dir,
   return fs->SyncDirectory(dir);
 }
 
-// Takes an exclusive lock on <dir>/LOCK, held until the descriptor is closed.
-absl::StatusOr<int> LockDirectory(const std::string& dir) {
+// What <dir>/LOCK says about its holder: "pid 1234 (revkv-server, member 'default')", or "" when it says
+// nothing (written by an older revkv, or the holder is still writing it).
+std::string DescribeLockHolder(int fd) {
+  char buffer[512];
+  const ssize_t n = pread(fd, buffer, sizeof(buffer) - 1, 0);
+  if (n <= 0) return "";
+  std::string text(buffer, static_cast<size_t>(n));
+  while (!text.empty() && (text.back() == '\n' || text.back() == '\0')) text.pop_back();
+  const size_t space = text.find(' ');
+  const std::string pid = text.substr(0, space);
+  if (pid.empty() || pid.find_first_not_of("0123456789") != std::string::npos) return "";
+  return space == std::string::npos ? absl::StrCat("pid ", pid)
+                                    : absl::StrCat("pid ", pid, " (", text.substr(space + 1), ")");
+}
+
+// Takes an exclusive lock on <dir>/LOCK, held until the descriptor is closed, and writes "<pid> <owner>"
+// into it. FailedPrecondition naming the holder if another process has it.
+absl::StatusOr<int> LockDirectory(const std::string& dir, const std::string& owner) {
   const std::string path = JoinPath(dir, "LOCK");
+  // Never O_TRUNC: the file is the holder's until the lock is ours.
   const int fd = open(path.c_str(), O_RDWR | O_CREAT | O_CLOEXEC, 0640);
   if (fd < 0) return absl::InternalError(absl::StrCat("cannot open ", path, ": ", std::strerror(errno)));
   if (flock(fd, LOCK_EX | LOCK_NB) != 0) {
+    const std::string holder = DescribeLockHolder(fd);
     close(fd);
     return absl::FailedPreconditionError(
-        absl::StrCat("data directory ", dir, " is in use by another revkv process (", path, " is locked)"));
+        absl::StrCat("data directory ", dir, " is in use by another process: ", path, " is held by ",
+                     holder.empty() ? std::string("another revkv process") : holder,
+                     "; stop that process or choose another data directory"));
+  }
+  const std::string content = absl::StrCat(getpid(), " ", owner, "\n");
+  // Best effort: the flock is what excludes; the text only names the holder in the message above.
+  if (ftruncate(fd, 0) != 0 || pwrite(fd, content.data(), content.size(), 0) < 0) {
+    spdlog::warn("cannot write the holder into {}: {}", path, std::strerror(errno));
   }
   return fd;
 }
@@ -81,7 +106,7 @@ Engine::Engine(const EngineOptions& options, FileSystem* fs, int lock_fd)
 absl::StatusOr<std::unique_ptr<Engine>> Engine::Open(const EngineOptions& options, RecoveryReport* report) {
   FileSystem* fs = options.file_system != nullptr ? options.file_system : DefaultFileSystem();
   if (absl::Status s = MakeDirectory(options.data_dir); !s.ok()) return s;
-  absl::StatusOr<int> lock = LockDirectory(options.data_dir);
+  absl::StatusOr<int> lock = LockDirectory(options.data_dir, options.lock_owner);
   if (!lock.ok()) return lock.status();
   std::unique_ptr<Engine> engine(new Engine(options, fs, *lock));
   if (absl::Status s = MakeDurableDirectories(fs, options.data_dir, {"wal", "checkpoints"}); !s.ok()) {
@@ -509,7 +534,7 @@ Engine::~Engine() {
 
 absl::StatusOr<WalRepairReport> RepairLog(const EngineOptions& options) {
   if (absl::Status s = MakeDirectory(options.data_dir); !s.ok()) return s;
-  absl::StatusOr<int> lock = LockDirectory(options.data_dir);
+  absl::StatusOr<int> lock = LockDirectory(options.data_dir, options.lock_owner);
   if (!lock.ok()) return lock.status();
   FileSystem* fs = options.file_system != nullptr ? options.file_system : DefaultFileSystem();
   // The engine (which owns the lock from here on) only chooses the checkpoint: the one recovery would

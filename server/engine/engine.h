@@ -1,9 +1,8 @@
 // The durable store: a Store over a data directory, recovered at start from its newest valid
 // checkpoint and its write-ahead log, logging every write, and checkpointing in the background.
 //
-// Data directory layout: LOCK (an flock held while open), wal/ (log segments), checkpoints/.
-// Data directory layout: LOCK (an flock held while open), wal/ (log segments), checkpoints/, and
-// COMPACTION (the last compaction, compaction_record.h).
+// Data directory layout: LOCK (an flock held while open; it holds the holder's pid and description),
+// wal/ (log segments), checkpoints/, and COMPACTION (the last compaction, compaction_record.h).
 // Recovery: load the newest checkpoint that can be used (falling back past damaged ones, and past ones
 // the store refuses, loudly), then replay the log records after it (a torn tail is cut and reported),
 // then restore the compaction, then attach the log for new writes. Recovery fails rather than start
@@ -49,6 +48,9 @@ struct EngineOptions {
   std::chrono::milliseconds checkpoint_retry_initial{1000};
   std::chrono::milliseconds checkpoint_retry_max{std::chrono::minutes(5)};
   FileSystem* file_system = nullptr;  // nullptr: the real one
+  // Who holds the directory, written to <data_dir>/LOCK after the holder's pid while it is held, so that
+  // a second process refused the directory can name the holder: e.g. "revkv-server, member 'default'".
+  std::string lock_owner = "revkv";
 };
 
 // What recovery found; one line each for the log.
@@ -72,7 +74,8 @@ struct CheckpointStats {
 class Engine {
  public:
   // Opens (creating if needed) the data directory and recovers the store. Fails with
-  // FailedPrecondition if another process holds the directory, or with the recovery error.
+  // FailedPrecondition if another process holds the directory (naming its pid and lock_owner, as read
+  // from LOCK), or with the recovery error.
   static absl::StatusOr<std::unique_ptr<Engine>> Open(const EngineOptions& options, RecoveryReport* report);
   ~Engine();
 

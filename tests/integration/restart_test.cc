@@ -281,6 +281,12 @@ TEST(Restart, ASecondServerCannotTakeARunningServersDataDirectory) {
       &log);
   EXPECT_EQ(outcome, "exited with status 1") << log;
   EXPECT_TRUE(first.Running());
+  // The message names the holder (its pid and member name, from the LOCK file), in plain words: no
+  // status code prefix such as FAILED_PRECONDITION.
+  EXPECT_NE(log.find("is held by pid " + std::to_string(first.pid()) + " (revkv-server, member 'default')"),
+            std::string::npos)
+      << log;
+  EXPECT_EQ(log.find("FAILED_PRECONDITION"), std::string::npos) << log;
 }
 
 // gRPC listens with SO_REUSEPORT unless told otherwise; a second server must not silently share the

@@ -361,6 +361,44 @@ TEST(Config, ConfigFileErrorsNameTheFileKeyAndLine) {
   EXPECT_CONTAINS(Error({"--config", value, "--fsync", "always"}), "key 'fsync'");
 }
 
+// `listen = 127.0.0.1:2379` is a TOML syntax error that toml++ reports as a bad "time"; the message
+// must say to quote the value instead, with the line to write.
+TEST(Config, AnUnquotedValueInTheFileIsExplained) {
+  const std::string address = WriteFile("unquoted_address.toml", "name = \"a\"\nlisten = 127.0.0.1:2379\n");
+  const std::string error = Error({"--config", address});
+  EXPECT_CONTAINS(error, "config file " + address + ":2: the value of 'listen' is not quoted");
+  EXPECT_CONTAINS(error, "write listen = \"127.0.0.1:2379\"");
+  EXPECT_EQ(error.find("time"), std::string::npos) << error;
+  const std::string size = WriteFile("unquoted_size.toml", "max_heap = 64MiB   # comment\n");
+  EXPECT_CONTAINS(Error({"--config", size}),
+                  "a size with a unit is a string and must be quoted in TOML): write "
+                  "max_heap = \"64MiB\"");
+  const std::string duration = WriteFile("unquoted_duration.toml", "\nfsync_interval = 10ms\n");
+  EXPECT_CONTAINS(Error({"--config", duration}),
+                  ":2: the value of 'fsync_interval' is not quoted (a duration");
+  // Other syntax errors keep toml++'s own description, with the column.
+  const std::string other = WriteFile("other_syntax.toml", "name = \"unterminated\n");
+  EXPECT_CONTAINS(Error({"--config", other}), "config file " + other + ":1:");
+  EXPECT_EQ(Error({"--config", other}).find("is not quoted"), std::string::npos);
+}
+
+TEST(Config, DescribeEchoesSizesAndDurationsInTheUnitsGiven) {
+  const ServerConfig flags = Parse({"--max-heap", "1TB", "--history-duration", "90s", "--nursery-size=8MiB"});
+  const std::string text = flags.Describe();
+  EXPECT_CONTAINS(text, "max-heap             1TB\n");
+  EXPECT_CONTAINS(text, "history-duration     90s\n");
+  EXPECT_CONTAINS(text, "nursery-size         8MiB\n");
+  EXPECT_EQ(flags.max_heap, 1000000000000u);
+  // From the file as well, and a flag given after it wins in the echo as in the value.
+  const std::string file = WriteFile("as_given.toml", "max_heap = \"2000MB\"\nwal_segment_size = 1048576\n");
+  const ServerConfig from_file = Parse({"--config", file});
+  EXPECT_CONTAINS(from_file.Describe(), "max-heap             2000MB\n");
+  EXPECT_CONTAINS(from_file.Describe(), "wal-segment-size     1048576\n");
+  EXPECT_CONTAINS(Parse({"--config", file, "--max-heap", "3GiB"}).Describe(), "max-heap             3GiB\n");
+  // Not given: the formatter's choice.
+  EXPECT_CONTAINS(Parse({}).Describe(), "max-heap             2GiB\n");
+}
+
 TEST(Config, HelpExplainsEveryFlagWithDefaultsAndUnits) {
   absl::StatusOr<CommandLine> parsed = ParseCommandLine({"--help"});
   ASSERT_TRUE(parsed.ok()) << parsed.status();
