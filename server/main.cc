@@ -19,27 +19,14 @@
 #include "server/lease/lessor.h"
 #include "server/ops/http_server.h"
 #include "server/ops/metrics.h"
+#include "server/process/logging.h"
 #include "server/rpc/admin_service.h"
 #include "server/rpc/rpc_server.h"
 #include "server/rpc/server_metrics.h"
-#include "spdlog/sinks/stdout_sinks.h"
 #include "spdlog/spdlog.h"
 
 namespace revkv::server {
 namespace {
-
-void SetUpLogging(const ServerConfig& config) {
-  auto logger = spdlog::stderr_logger_mt("revkv");
-  spdlog::set_default_logger(logger);
-  const spdlog::level::level_enum levels[] = {spdlog::level::trace, spdlog::level::debug, spdlog::level::info,
-                                              spdlog::level::warn, spdlog::level::err};
-  spdlog::set_level(levels[static_cast<int>(config.log_level)]);
-  if (config.log_format == LogFormat::kJson) {
-    spdlog::set_pattern(R"({"time":"%Y-%m-%dT%H:%M:%S.%e%z","level":"%l","thread":%t,"msg":"%v"})");
-  } else {
-    spdlog::set_pattern("%Y-%m-%d %H:%M:%S.%e %L [%t] %v");
-  }
-}
 
 EngineOptions EngineOptionsFrom(const ServerConfig& c) {
   EngineOptions o;
@@ -85,7 +72,7 @@ int Main(int argc, char** argv) {
     return 2;
   }
   const ServerConfig config = *parsed;
-  SetUpLogging(config);
+  SetUpLogging(config.log_level, config.log_format);
 
   // SIGINT, SIGTERM and SIGHUP are taken by the main thread only (sigtimedwait); every thread started
   // later inherits the blocked mask. SIGHUP is logged and ignored: it used to end the process.

@@ -221,6 +221,11 @@ std::vector<std::string> ServerProcess::CommandLine() const {
 }
 
 ::testing::AssertionResult ServerProcess::Start() {
+  if (::testing::AssertionResult spawned = Spawn(); !spawned) return spawned;
+  return WaitReady();
+}
+
+::testing::AssertionResult ServerProcess::Spawn() {
   if (pid_ > 0) return ::testing::AssertionFailure() << "the server is already running (pid " << pid_ << ")";
   const std::vector<std::string> argv = CommandLine();
   const int log = open(log_path_.c_str(), O_WRONLY | O_CREAT | O_APPEND | O_CLOEXEC, 0644);
@@ -231,12 +236,12 @@ std::vector<std::string> ServerProcess::CommandLine() const {
   banner += "\n";
   (void)!write(log, banner.data(), banner.size());
   const int fds[3] = {null, log, log};
-  pid_ = ForkExec(argv, Environment({}), fds);
+  pid_ = ForkExec(argv, Environment(options_.env), fds);
   const int fork_errno = errno;
   close(log);
   close(null);
   if (pid_ < 0) return ::testing::AssertionFailure() << "fork: " << std::strerror(fork_errno);
-  return WaitReady();
+  return ::testing::AssertionSuccess();
 }
 
 ::testing::AssertionResult ServerProcess::WaitReady() {
