@@ -1,26 +1,37 @@
-// revkv-server: parses the configuration, starts the runtime, recovers the store, serves gRPC and the
-// ops endpoint, and on SIGINT or SIGTERM drains in-flight requests, flushes the log and exits 0.
-// SIGHUP is logged and ignored.
+// revkv-server: parses the configuration, binds its ports, recovers the store while the ports answer
+// "recovering", serves gRPC and the ops endpoint, and on SIGINT or SIGTERM drains in-flight requests,
+// flushes the log and exits 0. SIGHUP is logged and ignored.
+//
+// Order of start (each step's stop follows it): logging; signals blocked for every thread; the runtime;
+// the gRPC port and the ops port bound (a busy port fails the start at once); the recovering gRPC server
+// on the port; recovery, watched (progress lines, systemd); the lessor; the serving gRPC server takes
+// the port over; systemd READY=1.
 #include <signal.h>
+#include <unistd.h>
 
 #include <chrono>
 #include <cstdio>
+#include <cstdlib>
 #include <memory>
 
-#include "absl/strings/numbers.h"
 #include "fmt/format.h"
-#include "google/protobuf/util/json_util.h"
 #include "runtime/gc/gc.h"
 #include "runtime/heap/heap.h"
 #include "runtime/safepoint/safepoint.h"
 #include "server/auth/simple_token.h"
 #include "server/config/config.h"
+#include "server/config/version.h"
 #include "server/engine/engine.h"
+#include "server/engine/recovery_progress.h"
 #include "server/lease/lessor.h"
 #include "server/ops/http_server.h"
 #include "server/ops/metrics.h"
 #include "server/process/logging.h"
-#include "server/rpc/admin_service.h"
+#include "server/process/ops_routes.h"
+#include "server/process/recovery_watch.h"
+#include "server/process/systemd_notify.h"
+#include "server/rpc/grpc_listener.h"
+#include "server/rpc/recovering_server.h"
 #include "server/rpc/rpc_server.h"
 #include "server/rpc/server_metrics.h"
 #include "spdlog/spdlog.h"
@@ -74,8 +85,8 @@ int Main(int argc, char** argv) {
   const ServerConfig config = *parsed;
   SetUpLogging(config.log_level, config.log_format);
 
-  // SIGINT, SIGTERM and SIGHUP are taken by the main thread only (sigtimedwait); every thread started
-  // later inherits the blocked mask. SIGHUP is logged and ignored: it used to end the process.
+  // SIGINT, SIGTERM and SIGHUP are taken by one thread only (sigtimedwait: the recovery watch, then
+  // main); every thread started later inherits the blocked mask.
   sigset_t signals;
   sigemptyset(&signals);
   sigaddset(&signals, SIGINT);
@@ -117,13 +128,53 @@ int Main(int argc, char** argv) {
     return 0;
   }
 
+  const SystemdNotifier systemd;
+  RecoveryProgress progress;
+  MetricsRegistry metrics;
+  OpsRoutes routes(&metrics, &progress);
+
+  // 1. The ports, before recovery: a busy port fails now, and both answer while the store recovers.
+  absl::StatusOr<std::unique_ptr<GrpcListener>> listener = GrpcListener::Bind(config.listen);
+  if (!listener.ok()) {
+    spdlog::error("{}", std::string(listener.status().message()));
+    return 1;
+  }
+  absl::StatusOr<std::unique_ptr<RecoveringServer>> recovering = RecoveringServer::Start(
+      config.tls, listener->get(), [&progress] { return progress.Read().Describe(); });
+  if (!recovering.ok()) {
+    spdlog::error("{}", std::string(recovering.status().message()));
+    return 1;
+  }
+  spdlog::info("gRPC port {} bound; it answers UNAVAILABLE until the store is recovered", config.listen);
+  std::unique_ptr<HttpServer> ops;
+  if (!config.metrics_listen.empty()) {
+    HttpServerOptions options;
+    options.bind_address = config.metrics_listen;
+    ops = std::make_unique<HttpServer>(options);
+    routes.AddTo(*ops);
+    if (absl::Status s = ops->Start(); !s.ok()) {
+      spdlog::error("{}", std::string(s.message()));
+      return 1;
+    }
+    spdlog::info("serving /metrics, /healthz, /version and /debug/gc on http://{}", config.metrics_listen);
+  }
+
+  // 2. Recovery, watched.
+  RecoveryWatch::Options watch_options;
+  watch_options.signals = signals;
+  watch_options.on_stop = [](int) { std::_Exit(0); };  // nothing acknowledged yet; the LOCK goes with us
+  RecoveryWatch watch(&progress, &systemd, watch_options);
+  EngineOptions engine_options = EngineOptionsFrom(config);
+  engine_options.progress = &progress;
   RecoveryReport report;
-  absl::StatusOr<std::unique_ptr<Engine>> engine = Engine::Open(EngineOptionsFrom(config), &report);
+  absl::StatusOr<std::unique_ptr<Engine>> engine = Engine::Open(engine_options, &report);
   if (!engine.ok()) {
     spdlog::error("cannot open the data directory {}: {}", config.data_dir,
                   std::string(engine.status().message()));
     return 1;
   }
+  // From here a signal waits for main's loop below (the rest of the start takes a moment).
+  watch.Stop();
   spdlog::info("recovery: {}", report.checkpoint.ToString());
   spdlog::info("recovery: {}", report.wal.ToString());
   if (report.wal.corruption.has_value()) {
@@ -141,7 +192,6 @@ int Main(int argc, char** argv) {
   spdlog::info("recovered {} leases, each with its full TTL", lessor.size());
   lessor.Start();
 
-  MetricsRegistry metrics;
   auth::SimpleTokens tokens(std::chrono::seconds(config.auth_token_ttl));
   ServerState state;
   state.engine = engine->get();
@@ -155,49 +205,23 @@ int Main(int argc, char** argv) {
   RegisterServerMetrics(&state, &metrics);
   const int gc_log = runtime::AddCollectionListener(LogCollection);
 
-  std::unique_ptr<HttpServer> ops;
-  if (!config.metrics_listen.empty()) {
-    HttpServerOptions options;
-    options.bind_address = config.metrics_listen;
-    ops = std::make_unique<HttpServer>(options);
-    ops->Handle("/metrics", [&](const HttpRequest&) {
-      return HttpResponse::Make(200, MetricsRegistry::kContentType, metrics.Render());
-    });
-    ops->Handle("/healthz", [&](const HttpRequest&) {
-      const absl::Status w = state.engine->write_status();
-      return w.ok() ? HttpResponse::Text(200, "ok\n")
-                    : HttpResponse::Text(503,
-                                         "read-only after a disk error: " + std::string(w.message()) + "\n");
-    });
-    ops->Handle("/debug/gc", [&](const HttpRequest& request) {
-      uint32_t recent = 0;
-      const std::string_view text = request.Query("recent", "64");
-      if (!absl::SimpleAtoi(absl::string_view(text.data(), text.size()), &recent)) {
-        return HttpResponse::Text(400, "recent must be a non-negative integer\n");
-      }
-      ::revkv::v1::GetStatsResponse stats;
-      FillStats(&state, recent, &stats);
-      std::string json;
-      google::protobuf::util::JsonPrintOptions print;
-      print.add_whitespace = true;
-      print.always_print_primitive_fields = true;
-      (void)google::protobuf::util::MessageToJsonString(stats, &json, print);
-      return HttpResponse::Json(200, json);
-    });
-    if (absl::Status s = ops->Start(); !s.ok()) {
-      spdlog::error("{}", std::string(s.message()));
-      return 1;
-    }
-    spdlog::info("serving /metrics, /healthz and /debug/gc on http://{}", config.metrics_listen);
-  }
-  // gRPC last: once its health service answers SERVING, every endpoint of the server is up.
+  // 3. The serving gRPC server takes the port over; the recovering one lets its clients go (they
+  // reconnect, to the serving one). Once its health service answers SERVING, everything is up.
   RpcServer rpc(&state);
-  if (absl::Status s = rpc.Start(); !s.ok()) {
+  if (absl::Status s = rpc.Start(listener->get()); !s.ok()) {
     spdlog::error("{}", std::string(s.message()));
     return 1;
   }
+  // The ops pages that need the store answer from here on: /healthz says ok only once gRPC serves.
+  routes.Serve(&state);
+  (*recovering)->Retire();  // its clients reconnect, to the serving server, within about a second
+  progress.Done();
   spdlog::info("serving etcd v3 gRPC on {} ({} workers, fsync {})", config.listen, config.workers,
                FsyncModeName(config.fsync));
+  systemd.Ready(
+      fmt::format("serving on {} at revision {}, {} keys",
+                  config.listen.substr(0, config.listen.rfind(':') + 1) + std::to_string(rpc.port()),
+                  report.revision, report.keys));
 
   (*engine)->StartBackgroundCheckpoints();
 
@@ -217,7 +241,9 @@ int Main(int argc, char** argv) {
           "start); still serving");
     }
   }
-  spdlog::info("{}: draining in-flight requests", signal_number == SIGINT ? "SIGINT" : "SIGTERM");
+  const char* name = signal_number == SIGINT ? "SIGINT" : "SIGTERM";
+  spdlog::info("{}: draining in-flight requests", name);
+  systemd.Stopping(fmt::format("{}: draining requests and flushing the log", name));
   if (ops != nullptr) ops->Stop();
   rpc.Shutdown(std::chrono::seconds(5));
   lessor.Stop();  // before the log closes: an expiry revoke is a logged write

@@ -6,6 +6,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <cerrno>
 #include <cstring>
 #include <filesystem>
@@ -21,6 +22,7 @@
 #include "server/engine/snapshot_file.h"
 #include "server/engine/state_copy.h"
 #include "server/store/errors.h"
+#include "server/wal/wal_format.h"
 #include "spdlog/spdlog.h"
 
 namespace revkv::server {
@@ -92,6 +94,78 @@ absl::StatusOr<int> LockDirectory(const std::string& dir, const std::string& own
   }
   return fd;
 }
+
+// The file name of `path` ("checkpoint-...ckpt" of ".../checkpoints/checkpoint-...ckpt").
+std::string BaseName(const std::string& path) {
+  const size_t slash = path.rfind('/');
+  return slash == std::string::npos ? path : path.substr(slash + 1);
+}
+
+// Turns the records replayed into RecoveryProgress figures: which segment, and about how many bytes of
+// the segments to replay are behind. Segments are named by their first revision, so the segment of a
+// record is found from its revision; the bytes within a segment are estimated from the records' sizes
+// (header and payload), which is exact up to the segment's own header.
+class LogReplayMeter {
+ public:
+  // Lists the segments of `wal_dir` that can hold records after `after` (a listing error only leaves
+  // the figures at zero: recovery itself reports it).
+  LogReplayMeter(FileSystem* fs, const std::string& wal_dir, int64_t after, RecoveryProgress* progress)
+      : progress_(progress) {
+    if (progress_ == nullptr) return;
+    absl::StatusOr<std::vector<std::string>> names = fs->ListDirectory(wal_dir);
+    std::vector<std::pair<int64_t, std::string>> all;
+    if (names.ok()) {
+      for (const std::string& name : *names) {
+        if (std::optional<int64_t> first = wal_format::ParseSegmentFileName(name))
+          all.emplace_back(*first, name);
+      }
+    }
+    std::sort(all.begin(), all.end());
+    // The segment holding after + 1 is the last one whose first revision is at most after + 1.
+    size_t from = 0;
+    for (size_t i = 0; i < all.size(); ++i) {
+      if (all[i].first <= after + 1) from = i;
+    }
+    uint64_t total = 0;
+    for (size_t i = from; i < all.size(); ++i) {
+      uint64_t size = 0;
+      if (absl::StatusOr<std::unique_ptr<ReadableFile>> file =
+              fs->OpenReadable(JoinPath(wal_dir, all[i].second));
+          file.ok()) {
+        size = (*file)->Size().value_or(0);
+      }
+      segments_.push_back(Segment{all[i].first, total, size});
+      total += size;
+    }
+    progress_->StartLog(segments_.size(), total);
+  }
+
+  // A record of `revision` with `payload_bytes` was read.
+  void Replayed(int64_t revision, size_t payload_bytes) {
+    if (progress_ == nullptr || segments_.empty()) return;
+    while (current_ + 1 < segments_.size() && segments_[current_ + 1].first_revision <= revision) {
+      ++current_;
+      in_segment_ = wal_format::kSegmentHeaderBytes;
+    }
+    const Segment& segment = segments_[current_];
+    in_segment_ = std::min(segment.bytes, in_segment_ + wal_format::kRecordHeaderBytes + payload_bytes);
+    if (++records_ % 256 == 0 || in_segment_ == segment.bytes) {  // every figure costs a few stores
+      progress_->LogReplayed(current_ + 1, segment.bytes_before + in_segment_, revision);
+    }
+  }
+
+ private:
+  struct Segment {
+    int64_t first_revision;
+    uint64_t bytes_before;  // of the segments before it (to replay)
+    uint64_t bytes;
+  };
+  RecoveryProgress* const progress_;
+  std::vector<Segment> segments_;
+  size_t current_ = 0;
+  uint64_t in_segment_ = wal_format::kSegmentHeaderBytes;
+  uint64_t records_ = 0;
+};
 
 }  // namespace
 
@@ -171,15 +245,22 @@ absl::Status Engine::LoadCheckpoint(CheckpointLoadResult* result, bool remove_te
       return store_->LoadState(r.kind, r.bytes);
     };
     const CheckpointStateVisitor state_visitor = on_state;
+    uint64_t entries_loaded = 0;
     absl::StatusOr<CheckpointInfo> loaded = revkv::server::LoadCheckpoint(
         fs_, file.path, file.revision,
         [&](const CheckpointEntry& e) -> absl::Status {
           batch.push_back(StoredKeyValue{std::string(e.key), std::string(e.value), e.create_revision,
                                          e.mod_revision, e.version, e.lease});
-          return batch.size() >= 4096 ? flush() : absl::OkStatus();
+          if (batch.size() < 4096) return absl::OkStatus();
+          entries_loaded += batch.size();
+          if (options_.progress != nullptr) options_.progress->CheckpointLoaded(entries_loaded);
+          return flush();
         },
         [&](const CheckpointInfo& info) {
           base = info.base_revision;
+          if (options_.progress != nullptr) {
+            options_.progress->StartCheckpoint(BaseName(file.path), info.entry_count);
+          }
           return absl::OkStatus();
         },
         &lease_visitor, &state_visitor);
@@ -240,6 +321,7 @@ absl::Status Engine::Recover(RecoveryReport* report) {
   }
 
   // 2. The log after it, replayed record by record; 3. the log attached for new writes.
+  LogReplayMeter meter(fs_, wal_dir_, after, options_.progress);
   WalOptions wal_options;
   wal_options.dir = wal_dir_;
   wal_options.file_system = fs_;
@@ -253,6 +335,7 @@ absl::Status Engine::Recover(RecoveryReport* report) {
           return absl::DataLossError(
               absl::StrCat("log record of revision ", revision, " follows revision ", store_->Revision()));
         }
+        meter.Replayed(revision, payload.size());
         return store_->Replay(revision, payload);
       },
       &report->wal, durable_through);
@@ -290,6 +373,7 @@ absl::Status Engine::Recover(RecoveryReport* report) {
                                               "refusing to start with less than was acknowledged"));
     }
   }
+  if (options_.progress != nullptr) options_.progress->Finishing(store_->Revision());
   // 4. The last compaction (etcd keeps it across a restart).
   if (absl::Status s = store_->RestoreCompaction(*compacted); !s.ok()) {
     return absl::DataLossError(

@@ -28,6 +28,7 @@
 #include "absl/status/status.h"
 #include "absl/status/statusor.h"
 #include "server/checkpoint/checkpoint.h"
+#include "server/engine/recovery_progress.h"
 #include "server/store/store.h"
 #include "server/wal/file_system.h"
 #include "server/wal/wal.h"
@@ -48,6 +49,8 @@ struct EngineOptions {
   std::chrono::milliseconds checkpoint_retry_initial{1000};
   std::chrono::milliseconds checkpoint_retry_max{std::chrono::minutes(5)};
   FileSystem* file_system = nullptr;  // nullptr: the real one
+  // Open reports how far recovery has come here (borrowed, must outlive Open); nullptr: nowhere.
+  RecoveryProgress* progress = nullptr;
   // Who holds the directory, written to <data_dir>/LOCK after the holder's pid while it is held, so that
   // a second process refused the directory can name the holder: e.g. "revkv-server, member 'default'".
   std::string lock_owner = "revkv";
@@ -75,7 +78,7 @@ class Engine {
  public:
   // Opens (creating if needed) the data directory and recovers the store. Fails with
   // FailedPrecondition if another process holds the directory (naming its pid and lock_owner, as read
-  // from LOCK), or with the recovery error.
+  // from LOCK), or with the recovery error. Reports progress to options.progress.
   static absl::StatusOr<std::unique_ptr<Engine>> Open(const EngineOptions& options, RecoveryReport* report);
   ~Engine();
 

@@ -302,6 +302,11 @@ TEST(Restart, ASecondServerCannotListenOnARunningServersPort) {
       &log);
   EXPECT_EQ(outcome, "exited with status 1") << "second server's log:\n" << log;
   EXPECT_TRUE(first.Running());
+  // The port is bound before recovery: the failure comes before the store is even opened.
+  EXPECT_NE(log.find("cannot listen for gRPC on " + first.address() + ": Address already in use"),
+            std::string::npos)
+      << log;
+  EXPECT_EQ(log.find("recovered revision"), std::string::npos) << log;
 }
 
 // SIGTERM drains in-flight requests; a client that merely keeps its connection open (as every pooled

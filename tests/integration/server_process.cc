@@ -261,16 +261,17 @@ std::vector<std::string> ServerProcess::CommandLine() const {
     grpc::health::v1::HealthCheckResponse response;
     const grpc::Status s = health->Check(&context, grpc::health::v1::HealthCheckRequest(), &response);
     if (s.ok() && response.status() == grpc::health::v1::HealthCheckResponse::SERVING) {
-      // revkv-server starts its ops endpoint just after gRPC answers SERVING: ready means both (unless
-      // the test moved or disabled the endpoint with its own --metrics-listen).
+      // revkv-server's ops endpoint answers from the start, but /healthz says "recovering" until just
+      // after gRPC answers SERVING: ready means both (unless the test moved or disabled the endpoint
+      // with its own --metrics-listen).
       const bool own_ops_flag =
           std::any_of(options_.extra_flags.begin(), options_.extra_flags.end(),
                       [](const std::string& flag) { return flag.rfind("--metrics-listen", 0) == 0; });
-      if (options_.flavor != Flavor::kRevkv || own_ops_flag ||
-          HttpGet(metrics_port_, "/healthz").status != 0) {
+      if (options_.flavor != Flavor::kRevkv || own_ops_flag) return ::testing::AssertionSuccess();
+      const HttpResponse healthz = HttpGet(metrics_port_, "/healthz");
+      if (healthz.status != 0 && healthz.body.rfind("recovering", 0) != 0)
         return ::testing::AssertionSuccess();
-      }
-      last_error = "gRPC is SERVING, the ops endpoint does not answer yet";
+      last_error = "gRPC is SERVING, /healthz does not say so yet";
       std::this_thread::sleep_for(std::chrono::milliseconds(20));
       continue;
     }

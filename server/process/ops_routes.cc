@@ -1,0 +1,72 @@
+// The ops endpoint's pages (ops_routes.h).
+#include "server/process/ops_routes.h"
+
+#include "absl/strings/numbers.h"
+#include "absl/strings/str_cat.h"
+#include "google/protobuf/util/json_util.h"
+#include "server/config/version.h"
+#include "server/rpc/admin_service.h"
+
+namespace revkv::server {
+
+OpsRoutes::OpsRoutes(MetricsRegistry* metrics, const RecoveryProgress* progress)
+    : metrics_(metrics), progress_(progress) {
+  // While recovering, /metrics says so (a scrape that is up but shows no store is not a failure).
+  collector_ = metrics_->AddCollector([this](MetricWriter& w) {
+    const RecoveryProgress::Snapshot s = progress_->Read();
+    const bool recovering = state() == nullptr;
+    w.WriteGauge("revkv_recovering",
+                 "1 while the store is being recovered at start (the server does not serve "
+                 "requests yet), then 0.",
+                 recovering ? 1.0 : 0.0);
+    w.WriteGauge("revkv_recovery_progress_ratio",
+                 "How far the current phase of recovery has come (0 to 1; 1 once recovered).",
+                 recovering ? s.PhaseFraction() : 1.0);
+  });
+}
+
+OpsRoutes::~OpsRoutes() { metrics_->RemoveCollector(collector_); }
+
+void OpsRoutes::AddTo(HttpServer& server) {
+  server.Handle("/metrics", [this](const HttpRequest&) {
+    return HttpResponse::Make(200, MetricsRegistry::kContentType, metrics_->Render());
+  });
+  server.Handle("/healthz", [this](const HttpRequest&) { return Healthz(); });
+  server.Handle("/version", [this](const HttpRequest&) { return Version(); });
+  server.Handle("/debug/gc", [this](const HttpRequest& request) { return DebugGc(request); });
+}
+
+HttpResponse OpsRoutes::Healthz() const {
+  ServerState* state = this->state();
+  if (state == nullptr)
+    return HttpResponse::Text(503, absl::StrCat("recovering: ", progress_->Read().Describe(), "\n"));
+  const absl::Status w = state->engine->write_status();
+  return w.ok() ? HttpResponse::Text(200, "ok\n")
+                : HttpResponse::Text(503, absl::StrCat("read-only after a disk error: ", w.message(), "\n"));
+}
+
+HttpResponse OpsRoutes::Version() const {
+  return HttpResponse::Json(200, absl::StrCat(R"({"etcdserver":")", std::string(kServerVersion),
+                                              R"(","etcdcluster":")", std::string(kEtcdApiVersion), R"("})"));
+}
+
+HttpResponse OpsRoutes::DebugGc(const HttpRequest& request) const {
+  ServerState* state = this->state();
+  if (state == nullptr)
+    return HttpResponse::Text(503, absl::StrCat("recovering: ", progress_->Read().Describe(), "\n"));
+  uint32_t recent = 0;
+  const std::string_view text = request.Query("recent", "64");
+  if (!absl::SimpleAtoi(absl::string_view(text.data(), text.size()), &recent)) {
+    return HttpResponse::Text(400, "recent must be a non-negative integer\n");
+  }
+  ::revkv::v1::GetStatsResponse stats;
+  FillStats(state, recent, &stats);
+  std::string json;
+  google::protobuf::util::JsonPrintOptions print;
+  print.add_whitespace = true;
+  print.always_print_primitive_fields = true;
+  (void)google::protobuf::util::MessageToJsonString(stats, &json, print);
+  return HttpResponse::Json(200, json);
+}
+
+}  // namespace revkv::server
