@@ -17,6 +17,7 @@
 #include "server/rpc/credentials.h"
 #include "server/rpc/grpc_handoff.h"
 #include "server/rpc/pipeline.h"
+#include "server/rpc/unimplemented_methods.h"
 #include "spdlog/spdlog.h"
 
 namespace revkv::server {
@@ -62,6 +63,9 @@ absl::Status RpcServer::Start(GrpcListener* listener) {
   acceptor_ = builder.experimental().AddExternalConnectionAcceptor(
       grpc::ServerBuilder::experimental_type::ExternalConnectionType::FROM_FD, *credentials);
   port_ = listener->port();
+  std::vector<std::unique_ptr<grpc::experimental::ServerInterceptorFactoryInterface>> interceptors;
+  interceptors.push_back(std::make_unique<UnimplementedMethods>(state_->metrics));
+  builder.experimental().SetInterceptorCreators(std::move(interceptors));
   // gRPC refuses larger messages itself; the store answers etcd's "request is too large" for requests
   // between max_request_bytes and this limit, as etcd does (it adds the same 512 KiB of slack).
   // (max_request_bytes may be up to 2 GiB - 1: the sum is capped at gRPC's int limit.)
