@@ -214,7 +214,7 @@ int Main(int argc, char** argv) {
   }
   // The ops pages that need the store answer from here on: /healthz says ok only once gRPC serves.
   routes.Serve(&state);
-  (*recovering)->Retire();  // its clients reconnect, to the serving server, within about a second
+  (*recovering)->Retire();  // its clients reconnect, to the serving server, within a fifth of a second
   progress.Done();
   spdlog::info("serving etcd v3 gRPC on {} ({} workers, fsync {})", config.listen, config.workers,
                FsyncModeName(config.fsync));

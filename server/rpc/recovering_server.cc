@@ -42,7 +42,7 @@ absl::StatusOr<std::unique_ptr<RecoveringServer>> RecoveringServer::Start(
   // reconnects; a health Watch stream is cut after the grace.
   builder.AddChannelArgument(GRPC_ARG_MAX_CONNECTION_AGE_MS, static_cast<int>(kMaxConnectionAge.count()));
   builder.AddChannelArgument(GRPC_ARG_MAX_CONNECTION_AGE_GRACE_MS,
-                             static_cast<int>(kMaxConnectionAge.count()));
+                             static_cast<int>(kMaxConnectionAgeGrace.count()));
   server->acceptor_ = builder.experimental().AddExternalConnectionAcceptor(
       grpc::ServerBuilder::experimental_type::ExternalConnectionType::FROM_FD, *credentials);
   server->server_ = builder.BuildAndStart();

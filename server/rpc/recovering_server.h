@@ -33,8 +33,12 @@ namespace revkv::server {
 
 class RecoveringServer {
  public:
-  // How long one of its connections lives before the client is asked to reconnect.
-  static constexpr std::chrono::milliseconds kMaxConnectionAge{1000};
+  // How long one of its connections lives before the client is asked to reconnect: short, because it is
+  // also how long a client connected during recovery keeps hearing "recovering" after it ended (a
+  // local reconnection costs little).
+  static constexpr std::chrono::milliseconds kMaxConnectionAge{200};
+  // How long the calls of a connection past its age may still run (a health Watch stream is cut then).
+  static constexpr std::chrono::milliseconds kMaxConnectionAgeGrace{1000};
 
   // Starts the server and hands `listener`'s connections to it. `progress` describes what recovery is
   // doing (called on gRPC's threads, for each refused call; must be thread-safe and outlive the
