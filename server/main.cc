@@ -77,13 +77,14 @@ void LogSummary(ServerState& state) {
 }
 
 int Main(int argc, char** argv) {
-  absl::StatusOr<ServerConfig> parsed = ParseConfig(argc, argv);
+  absl::StatusOr<CommandLine> parsed = ParseConfig(argc, argv);
   if (!parsed.ok()) {
     std::fprintf(stderr, "revkv-server: %s\n", std::string(parsed.status().message()).c_str());
     return 2;
   }
-  const ServerConfig config = *parsed;
+  ServerConfig config = parsed->config;  // const once the gRPC port is known (below)
   SetUpLogging(config.log_level, config.log_format);
+  for (const std::string& warning : parsed->warnings) spdlog::warn("{}", warning);
 
   // SIGINT, SIGTERM and SIGHUP are taken by one thread only (sigtimedwait: the recovery watch, then
   // main); every thread started later inherits the blocked mask.
@@ -138,6 +139,10 @@ int Main(int argc, char** argv) {
   if (!listener.ok()) {
     spdlog::error("{}", std::string(listener.status().message()));
     return 1;
+  }
+  if (config.advertise_derived && config.listen.ends_with(":0")) {  // advertise the port actually bound
+    config.listen = config.listen.substr(0, config.listen.size() - 1) + std::to_string((*listener)->port());
+    config.advertise_client_urls = DeriveAdvertiseUrl(config);
   }
   absl::StatusOr<std::unique_ptr<RecoveringServer>> recovering = RecoveringServer::Start(
       config.tls, listener->get(), [&progress] { return progress.Read().Describe(); });

@@ -201,8 +201,14 @@ std::string ServerProcess::address() const { return "127.0.0.1:" + std::to_strin
 std::vector<std::string> ServerProcess::CommandLine() const {
   std::vector<std::string> argv;
   if (options_.flavor == Flavor::kRevkv) {
-    argv = {REVKV_SERVER_BINARY, "--listen=" + address(),
+    argv = {REVKV_SERVER_BINARY, "--listen=" + options_.listen_host + ":" + std::to_string(port_),
             "--metrics-listen=127.0.0.1:" + std::to_string(metrics_port_), "--data-dir=" + data_dir()};
+    if (options_.etcd_flag_names) {
+      argv = {REVKV_SERVER_BINARY,
+              "--listen-client-urls=http://" + options_.listen_host + ":" + std::to_string(port_),
+              "--listen-metrics-urls=http://127.0.0.1:" + std::to_string(metrics_port_),
+              "--data-dir=" + data_dir()};
+    }
   } else {
     const std::string client_url = "http://" + address();
     const std::string peer_url = "http://127.0.0.1:" + std::to_string(peer_port_);

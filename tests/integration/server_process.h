@@ -60,6 +60,12 @@ struct ServerOptions {
   // TLS flags in extra_flags needs matching TLS credentials here.
   std::shared_ptr<grpc::ChannelCredentials> channel_credentials;
   std::map<std::string, std::string> env;  // added to (overriding) this process's environment
+  // revkv: give the ports and data directory with etcd's flags (--listen-client-urls, ...) instead of
+  // revkv's.
+  bool etcd_flag_names = false;
+  // revkv: the host the gRPC port listens on ("0.0.0.0" for every interface); clients still connect to
+  // 127.0.0.1.
+  std::string listen_host = "127.0.0.1";
 };
 
 // One server child process with its ports and data directory, which stay the same across restarts.
