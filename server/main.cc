@@ -161,7 +161,8 @@ int Main(int argc, char** argv) {
       spdlog::error("{}", std::string(s.message()));
       return 1;
     }
-    spdlog::info("serving /metrics, /healthz, /version and /debug/gc on http://{}", config.metrics_listen);
+    spdlog::info("serving /metrics, /healthz, /health, /livez, /readyz, /version and /debug/gc on http://{}",
+                 config.metrics_listen);
   }
 
   // 2. Recovery, watched.

@@ -5,7 +5,9 @@
 #include "absl/strings/str_cat.h"
 #include "google/protobuf/util/json_util.h"
 #include "server/config/version.h"
+#include "server/process/logging.h"
 #include "server/rpc/admin_service.h"
+#include "server/store/errors.h"
 
 namespace revkv::server {
 
@@ -33,6 +35,9 @@ void OpsRoutes::AddTo(HttpServer& server) {
   });
   server.Handle("/healthz", [this](const HttpRequest&) { return Healthz(); });
   server.Handle("/version", [this](const HttpRequest&) { return Version(); });
+  server.Handle("/health", [this](const HttpRequest&) { return Health(); });
+  server.Handle("/livez", [](const HttpRequest&) { return HttpResponse::Text(200, "ok"); });
+  server.Handle("/readyz", [this](const HttpRequest&) { return Readyz(); });
   server.Handle("/debug/gc", [this](const HttpRequest& request) { return DebugGc(request); });
 }
 
@@ -43,6 +48,37 @@ HttpResponse OpsRoutes::Healthz() const {
   const absl::Status w = state->engine->write_status();
   return w.ok() ? HttpResponse::Text(200, "ok\n")
                 : HttpResponse::Text(503, absl::StrCat("read-only after a disk error: ", w.message(), "\n"));
+}
+
+// etcd 3.4's body ({"health":"true"}, or "false" with 503), with etcd 3.5's "reason" when unhealthy.
+HttpResponse OpsRoutes::Health() const {
+  ServerState* state = this->state();
+  std::string reason;
+  if (state == nullptr) {
+    reason = "recovering: " + progress_->Read().Describe();
+  } else if (const absl::Status w = state->engine->write_status(); !w.ok()) {
+    reason = "read-only after a disk error: " + std::string(w.message());
+  }
+  if (reason.empty()) return HttpResponse::Json(200, R"({"health":"true"})");
+  std::string body = R"({"health":"false","reason":")";
+  AppendJsonEscaped(reason, body);
+  return HttpResponse::Json(503, body + "\"}");
+}
+
+// etcd 3.5's readiness: ready once the store serves reads. A disk error that stopped writes leaves
+// reads working (etcd's NOSPACE alarm does not fail /readyz either); any other disk error is reported
+// as etcd's CORRUPT alarm, which does.
+HttpResponse OpsRoutes::Readyz() const {
+  ServerState* state = this->state();
+  if (state == nullptr) {
+    return HttpResponse::Text(
+        503, "[-]recovered failed: " + progress_->Read().Describe() + "\nreadyz check failed\n");
+  }
+  if (const absl::Status w = state->engine->write_status(); !w.ok() && !errors::IsNoSpace(w)) {
+    return HttpResponse::Text(
+        503, "[-]data_corruption failed: " + std::string(w.message()) + "\nreadyz check failed\n");
+  }
+  return HttpResponse::Text(200, "ok");
 }
 
 HttpResponse OpsRoutes::Version() const {

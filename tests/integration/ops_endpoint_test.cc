@@ -242,6 +242,39 @@ TEST_F(OpsEndpoint, HealthzAnswersOk) {
   EXPECT_EQ(r.Header("content-type").rfind("text/plain", 0), 0u) << r.Header("content-type");
 }
 
+// etcd's health endpoints on the metrics port: /health with etcd 3.4's body (checked against a real
+// etcd), /livez and /readyz (etcd 3.5's) and /version.
+TEST_F(OpsEndpoint, EtcdsHealthEndpointsAnswerAsEtcdDoes) {
+  const HttpResponse health = HttpGet(server_.metrics_port(), "/health");
+  ASSERT_EQ(health.status, 200) << health.error;
+  EXPECT_EQ(health.body, R"({"health":"true"})");
+  EXPECT_EQ(health.Header("content-type"), "application/json");
+  const HttpResponse livez = HttpGet(server_.metrics_port(), "/livez");
+  EXPECT_EQ(livez.status, 200);
+  EXPECT_EQ(livez.body, "ok");
+  const HttpResponse readyz = HttpGet(server_.metrics_port(), "/readyz");
+  EXPECT_EQ(readyz.status, 200);
+  EXPECT_EQ(readyz.body, "ok");
+  const HttpResponse version = HttpGet(server_.metrics_port(), "/version");
+  ASSERT_EQ(version.status, 200);
+  const nlohmann::json v = nlohmann::json::parse(version.body);
+  EXPECT_EQ(v, nlohmann::json({{"etcdserver", "3.4.0+revkv.0.1.0"}, {"etcdcluster", "3.4.0"}}));
+
+  if (!FlavorAvailable(Flavor::kEtcd)) REVKV_MISSING_TOOL() << "etcd is not installed";
+  ServerOptions options;
+  options.flavor = Flavor::kEtcd;
+  ServerProcess etcd(options);
+  ASSERT_TRUE(etcd.Start());
+  const HttpResponse etcd_health = HttpGet(etcd.metrics_port(), "/health");
+  ASSERT_EQ(etcd_health.status, 200) << etcd_health.error;
+  EXPECT_EQ(nlohmann::json::parse(etcd_health.body), nlohmann::json::parse(health.body));
+  const HttpResponse etcd_version = HttpGet(etcd.port(), "/version");
+  ASSERT_EQ(etcd_version.status, 200) << etcd_version.error;
+  const nlohmann::json ev = nlohmann::json::parse(etcd_version.body);
+  EXPECT_EQ(ev["etcdcluster"], "3.4.0");
+  EXPECT_EQ(ev.size(), v.size()) << ev;
+}
+
 TEST_F(OpsEndpoint, DebugGcIsJsonWithTheCollectorFigures) {
   auto admin = ::revkv::v1::Admin::NewStub(channel_);
   for (int i = 0; i < 3; ++i) {
