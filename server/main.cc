@@ -26,6 +26,7 @@
 #include "server/lease/lessor.h"
 #include "server/ops/http_server.h"
 #include "server/ops/metrics.h"
+#include "server/ops/process_metrics.h"
 #include "server/process/logging.h"
 #include "server/process/ops_routes.h"
 #include "server/process/recovery_watch.h"
@@ -132,6 +133,7 @@ int Main(int argc, char** argv) {
   const SystemdNotifier systemd;
   RecoveryProgress progress;
   MetricsRegistry metrics;
+  AddProcessCollector(metrics);
   OpsRoutes routes(&metrics, &progress);
 
   // 1. The ports, before recovery: a busy port fails now, and both answer while the store recovers.

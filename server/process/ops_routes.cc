@@ -21,6 +21,14 @@ OpsRoutes::OpsRoutes(MetricsRegistry* metrics, const RecoveryProgress* progress)
                  "1 while the store is being recovered at start (the server does not serve "
                  "requests yet), then 0.",
                  recovering ? 1.0 : 0.0);
+    w.WriteGauge(
+        "revkv_build_info",
+        "Always 1; the labels name the version (as etcd clients see it), revkv's own version and the "
+        "etcd API version served.",
+        1.0,
+        {{"version", kServerVersion},
+         {"revkv_version", kRevkvVersion},
+         {"etcd_api_version", kEtcdApiVersion}});
     w.WriteGauge("revkv_recovery_progress_ratio",
                  "How far the current phase of recovery has come (0 to 1; 1 once recovered).",
                  recovering ? s.PhaseFraction() : 1.0);

@@ -3,6 +3,7 @@
 // points to are thread-safe), except for the in-flight request count.
 #pragma once
 
+#include <array>
 #include <atomic>
 #include <chrono>
 #include <cstdint>
@@ -24,13 +25,20 @@ class SimpleTokens;
 
 namespace revkv::server {
 
-// Per-method request figures.
+// Per-method request figures. Errors are counted by gRPC status code: the counter of a code is looked
+// up in the family on the first error with it and kept (release/acquire: a reader sees it built).
 struct MethodMetrics {
+  std::string method;
   Counter* requests = nullptr;
-  Counter* errors = nullptr;
   Histogram* latency = nullptr;
-  void Record(std::chrono::steady_clock::time_point start, bool ok) const;
+  CounterFamily* errors = nullptr;  // revkv_request_errors_total{method, code}
+  mutable std::array<std::atomic<Counter*>, 17> errors_by_code{};
+  // One request that ended with `code` (a grpc::StatusCode; 0 is OK) after starting at `start`.
+  void Record(std::chrono::steady_clock::time_point start, int code) const;
 };
+
+// The name gRPC's Go implementation (and so etcd's metrics) gives a status code: "InvalidArgument".
+std::string_view StatusCodeName(int code);
 
 class Lessor;
 
