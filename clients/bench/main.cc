@@ -11,6 +11,7 @@
 #include "clients/bench/options.h"
 #include "clients/bench/report.h"
 #include "clients/bench/runner.h"
+#include "server/config/version.h"
 
 namespace {
 
@@ -31,6 +32,8 @@ int Main(int argc, char** argv) {
   using namespace revkv::client;
   BenchOptions options;
   CLI::App app("revkv-bench: load generator for etcd's v3 gRPC API (revkv, etcd, revkv-null-server)");
+  app.set_version_flag("--version", std::string("revkv-bench ") + std::string(revkv::server::kServerVersion),
+                       "Print the version and exit");
   app.footer(
       "Exit status: 0 when every request succeeded, 1 when any failed or an endpoint was unreachable, "
       "2 for bad options.");

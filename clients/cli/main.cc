@@ -19,12 +19,15 @@
 #include "clients/cli/kv_commands.h"
 #include "clients/cli/server_commands.h"
 #include "clients/cli/txn_command.h"
+#include "server/config/version.h"
 
 int main(int argc, char** argv) {
   using namespace revkv::client;
   GlobalOptions global;
   CommandDispatch dispatch;
   CLI::App app("revkv: command-line client for revkv's etcd v3 API and its Admin service");
+  app.set_version_flag("--version", std::string("revkv ") + std::string(revkv::server::kServerVersion),
+                       "Print the version and exit");
   app.require_subcommand(1);
   app.fallthrough();  // flags of the whole command line may follow the subcommand: `revkv get k --json`
   app.footer(
