@@ -158,14 +158,14 @@ RunReport MakeRunReport(std::string endpoints, const WorkerStats& stats, Clock::
         std::chrono::duration<double>(stats.last_measured_completion - measure_start).count();
   }
   r.throughput = r.measured_seconds > 0 ? static_cast<double>(r.ops) / r.measured_seconds : 0;
-  const LatencyHistogram& h = stats.latency;
-  r.latency = {h.count(),
+  const runtime::HistogramSnapshot h = stats.latency.Snapshot();
+  r.latency = {h.count,
                h.mean(),
                h.ValueAtPercentile(50),
                h.ValueAtPercentile(90),
                h.ValueAtPercentile(99),
                h.ValueAtPercentile(99.9),
-               h.max()};
+               h.max};
   return r;
 }
 

@@ -24,7 +24,7 @@ const std::vector<std::string>& Methods() {
 
 CumulativeHistogram FromSnapshot(const runtime::HistogramSnapshot& h, const std::vector<double>& bounds) {
   return CumulativeHistogram::FromNanos(
-      bounds, [&](uint64_t ns) { return h.CountAtOrBelow(ns); }, h.count, h.sum_nanos);
+      bounds, [&](uint64_t ns) { return h.CountAtOrBelow(ns); }, h.count, h.sum);
 }
 
 void CollectRuntime(MetricWriter& w) {
