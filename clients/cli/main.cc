@@ -53,6 +53,12 @@ int main(int argc, char** argv) {
     std::cerr << "revkv: " << e.what() << "\nRun with --help for usage.\n";
     return kExitUsage;
   }
+  const std::vector<CLI::App*> chosen = app.get_subcommands();
+  if (absl::Status s = ResolveOutputFormat(&global, chosen.empty() ? "" : chosen.front()->get_name());
+      !s.ok()) {
+    std::cerr << "revkv: " << s.message() << '\n';
+    return ExitStatusOf(s);
+  }
   const absl::Status status = dispatch.Run();
   std::cout.flush();
   if (!status.ok()) std::cerr << "revkv: " << status.message() << '\n';

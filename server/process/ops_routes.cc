@@ -3,7 +3,7 @@
 
 #include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
-#include "google/protobuf/util/json_util.h"
+#include "proto/json/proto_json.h"
 #include "server/config/version.h"
 #include "server/process/logging.h"
 #include "server/rpc/admin_service.h"
@@ -105,12 +105,8 @@ HttpResponse OpsRoutes::DebugGc(const HttpRequest& request) const {
   }
   ::revkv::v1::GetStatsResponse stats;
   FillStats(state, recent, &stats);
-  std::string json;
-  google::protobuf::util::JsonPrintOptions print;
-  print.add_whitespace = true;
-  print.always_print_primitive_fields = true;
-  (void)google::protobuf::util::MessageToJsonString(stats, &json, print);
-  return HttpResponse::Json(200, json);
+  // revkv's one JSON style (snake_case names, integers as numbers), as `revkv gc stats --json` writes it.
+  return HttpResponse::Json(200, ProtoToJson(stats).dump(2) + "\n");
 }
 
 }  // namespace revkv::server

@@ -338,11 +338,11 @@ TEST_F(OpsEndpoint, DebugGcIsJsonWithTheCollectorFigures) {
   ASSERT_TRUE(j.contains("gc") && j["gc"].contains("pauses")) << r.body;
   ASSERT_EQ(j["gc"]["pauses"].size(), 3u);
   EXPECT_EQ(j["gc"]["pauses"][2]["kind"], "MAJOR");
-  // proto3 JSON writes 64-bit integers as strings.
-  EXPECT_GE(std::stoull(j["gc"]["pauses"][2]["collections"].get<std::string>()), 3u);
-  EXPECT_EQ(j["heap"]["maxBytes"], "2147483648");
-  EXPECT_EQ(j["store"]["revision"], "2");
-  EXPECT_EQ(j["store"]["keys"], "1");
+  // revkv's JSON style (proto/json/proto_json.h): snake_case names, 64-bit integers as numbers.
+  EXPECT_GE(j["gc"]["pauses"][2]["collections"].get<uint64_t>(), 3u);
+  EXPECT_EQ(j["heap"]["max_bytes"], 2147483648u);
+  EXPECT_EQ(j["store"]["revision"], 2);
+  EXPECT_EQ(j["store"]["keys"], 1);
   EXPECT_GE(j["recent"].size(), 3u);
 
   const HttpResponse two = HttpGet(server_.metrics_port(), "/debug/gc?recent=2");
