@@ -6,6 +6,7 @@
 #include "proto/json/proto_json.h"
 #include "server/config/version.h"
 #include "server/process/logging.h"
+#include "server/process/ui_page.h"
 #include "server/rpc/admin_service.h"
 #include "server/store/errors.h"
 
@@ -47,6 +48,10 @@ void OpsRoutes::AddTo(HttpServer& server) {
   server.Handle("/livez", [](const HttpRequest&) { return HttpResponse::Text(200, "ok"); });
   server.Handle("/readyz", [this](const HttpRequest&) { return Readyz(); });
   server.Handle("/debug/gc", [this](const HttpRequest& request) { return DebugGc(request); });
+  // The page is static; what it shows comes from /debug/gc and /metrics, read by the browser.
+  server.Handle("/ui", [](const HttpRequest&) {
+    return HttpResponse::Make(200, "text/html; charset=utf-8", std::string(kUiPage, sizeof kUiPage - 1));
+  });
 }
 
 HttpResponse OpsRoutes::Healthz() const {

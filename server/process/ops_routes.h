@@ -9,6 +9,7 @@
 //   /readyz     200 "ok" once recovered; 503 while recovering or after a disk error other than a full
 //               disk (etcd 3.5's readiness, whose CORRUPT alarm fails it)
 //   /debug/gc   the collector's, heap's, STM's and store's figures as JSON (503 while recovering)
+//   /ui         a self-contained page of live charts fed by /debug/gc and /metrics (ui_page.h)
 //
 // Thread-safety: thread-safe. The handlers run on the HTTP server's threads; Serve publishes the
 // recovered server once (release), the handlers read it with acquire.
