@@ -494,6 +494,7 @@ std::map<std::string, std::string> NonDefaultValues() {
           {"max-heap", "8GiB"},
           {"nursery-size", "512KiB"},
           {"evacuation-reserve", "off"},
+          {"quota-backend-bytes", "1GiB"},
           {"max-request-bytes", "2097152"},
           {"max-txn-ops", "1024"},
           {"measure-reads-before-durable", "on"},
@@ -501,6 +502,8 @@ std::map<std::string, std::string> NonDefaultValues() {
           {"key-file", WriteFile("env_key.pem", "key")},
           {"trusted-ca-file", WriteFile("env_ca.pem", "ca")},
           {"client-cert-auth", "true"},
+          {"auth-token-ttl", "600"},
+          {"bcrypt-cost", "5"},
           {"log-level", "debug"},
           {"log-format", "json"}};
 }
