@@ -7,8 +7,11 @@
 #   /usr/lib/systemd/system/revkv.service         ExecStart points at <prefix>/bin/revkv-server
 #   /usr/lib/sysusers.d/revkv.conf                the revkv system user
 #   /etc/revkv/revkv.toml                         deploy/revkv.toml; a dpkg conffile (local edits survive upgrades)
-#   /usr/share/doc/revkv/                         README, operations and configuration guides;
-#                                                 examples/ holds the Prometheus and Grafana files
+#   /usr/share/doc/revkv/                         README, operations and configuration guides, the migration
+#                                                 guide, copyright (Debian's format); examples/ holds the
+#                                                 Prometheus and Grafana files
+#   /usr/share/man/man1/<program>.1.gz            man pages of revkv-server, revkv and revkv-bench, made at
+#                                                 build time by help2man from --help and --version
 # The package's maintainer scripts (deploy/debian/) create the user and /var/lib/revkv, and enable and
 # start the service where systemd runs.
 #
@@ -57,8 +60,42 @@ install(FILES ${PROJECT_SOURCE_DIR}/deploy/revkv.toml DESTINATION ${REVKV_CONFIG
 
 # --- Documentation and examples -------------------------------------------------------------------------
 install(FILES ${PROJECT_SOURCE_DIR}/README.md ${PROJECT_SOURCE_DIR}/docs/operations.md
-              ${PROJECT_SOURCE_DIR}/docs/configuration.md
+              ${PROJECT_SOURCE_DIR}/docs/configuration.md ${PROJECT_SOURCE_DIR}/docs/migration-from-etcd.md
         DESTINATION ${_revkv_docdir} COMPONENT server)
+# Debian's place for the license: /usr/share/doc/<package>/copyright, pointing at the full text Debian
+# ships in /usr/share/common-licenses/Apache-2.0 (the repository's LICENSE is that text).
+install(FILES ${PROJECT_SOURCE_DIR}/deploy/debian/copyright DESTINATION ${_revkv_docdir} COMPONENT server)
+
+# --- Man pages: help2man runs each program's --help and --version at build time --------------------------
+find_program(REVKV_HELP2MAN help2man)
+if(NOT REVKV_HELP2MAN)
+  message(WARNING "help2man not found: no man pages are built or installed (scripts/setup --build installs it)")
+else()
+  set(_revkv_man_pages "")
+  foreach(entry "revkv-server|server|in-memory key-value server speaking etcd's v3 gRPC API"
+                "revkv|clients|command-line client for revkv's and etcd's v3 API"
+                "revkv-bench|clients|load generator for etcd's v3 gRPC API")
+    string(REPLACE "|" ";" entry "${entry}")
+    list(GET entry 0 program)
+    list(GET entry 1 component)
+    list(GET entry 2 summary)
+    if(NOT TARGET ${program})
+      continue()
+    endif()
+    set(page ${PROJECT_BINARY_DIR}/man/${program}.1)
+    add_custom_command(
+      OUTPUT ${page}.gz
+      COMMAND ${CMAKE_COMMAND} -E make_directory ${PROJECT_BINARY_DIR}/man
+      COMMAND ${REVKV_HELP2MAN} --no-info --section=1 "--name=${summary}" --output=${page} $<TARGET_FILE:${program}>
+      COMMAND gzip -9nf ${page}
+      DEPENDS ${program}
+      COMMENT "help2man ${program}"
+      VERBATIM)
+    list(APPEND _revkv_man_pages ${page}.gz)
+    install(FILES ${page}.gz DESTINATION ${CMAKE_INSTALL_MANDIR}/man1 COMPONENT ${component})
+  endforeach()
+  add_custom_target(revkv_man_pages ALL DEPENDS ${_revkv_man_pages})
+endif()
 install(FILES ${PROJECT_SOURCE_DIR}/deploy/prometheus/prometheus.yml
               ${PROJECT_SOURCE_DIR}/deploy/prometheus/revkv.rules.yml
         DESTINATION ${_revkv_docdir}/examples/prometheus COMPONENT server)

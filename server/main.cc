@@ -1,43 +1,44 @@
-// revkv-server: parses the configuration, starts the runtime, recovers the store, serves gRPC and the
-// ops endpoint, and on SIGINT or SIGTERM drains in-flight requests, flushes the log and exits 0.
+// revkv-server: parses the configuration, binds its ports, recovers the store while the ports answer
+// "recovering", serves gRPC and the ops endpoint, and on SIGINT or SIGTERM drains in-flight requests,
+// flushes the log and exits 0. SIGHUP is logged and ignored.
+//
+// Order of start (each step's stop follows it): logging; signals blocked for every thread; the runtime;
+// the gRPC port and the ops port bound (a busy port fails the start at once); the recovering gRPC server
+// on the port; recovery, watched (progress lines, systemd); the lessor; the serving gRPC server takes
+// the port over; systemd READY=1.
 #include <signal.h>
+#include <unistd.h>
 
 #include <chrono>
 #include <cstdio>
+#include <cstdlib>
 #include <memory>
 
-#include "absl/strings/numbers.h"
-#include "google/protobuf/util/json_util.h"
+#include "fmt/format.h"
 #include "runtime/gc/gc.h"
 #include "runtime/heap/heap.h"
 #include "runtime/safepoint/safepoint.h"
 #include "server/auth/simple_token.h"
 #include "server/config/config.h"
+#include "server/config/version.h"
 #include "server/engine/engine.h"
+#include "server/engine/recovery_progress.h"
 #include "server/lease/lessor.h"
 #include "server/ops/http_server.h"
 #include "server/ops/metrics.h"
-#include "server/rpc/admin_service.h"
+#include "server/ops/process_metrics.h"
+#include "server/process/logging.h"
+#include "server/process/ops_routes.h"
+#include "server/process/recovery_watch.h"
+#include "server/process/systemd_notify.h"
+#include "server/rpc/grpc_listener.h"
+#include "server/rpc/recovering_server.h"
 #include "server/rpc/rpc_server.h"
 #include "server/rpc/server_metrics.h"
-#include "spdlog/sinks/stdout_sinks.h"
 #include "spdlog/spdlog.h"
 
 namespace revkv::server {
 namespace {
-
-void SetUpLogging(const ServerConfig& config) {
-  auto logger = spdlog::stderr_logger_mt("revkv");
-  spdlog::set_default_logger(logger);
-  const spdlog::level::level_enum levels[] = {spdlog::level::trace, spdlog::level::debug, spdlog::level::info,
-                                              spdlog::level::warn, spdlog::level::err};
-  spdlog::set_level(levels[static_cast<int>(config.log_level)]);
-  if (config.log_format == LogFormat::kJson) {
-    spdlog::set_pattern(R"({"time":"%Y-%m-%dT%H:%M:%S.%e%z","level":"%l","thread":%t,"msg":"%v"})");
-  } else {
-    spdlog::set_pattern("%Y-%m-%d %H:%M:%S.%e %L [%t] %v");
-  }
-}
 
 EngineOptions EngineOptionsFrom(const ServerConfig& c) {
   EngineOptions o;
@@ -54,6 +55,7 @@ EngineOptions EngineOptionsFrom(const ServerConfig& c) {
   o.store.quota_bytes = c.EffectiveQuotaBytes();
   o.checkpoint_interval = static_cast<int64_t>(c.checkpoint_interval);
   o.checkpoint_keep = c.checkpoint_keep;
+  o.lock_owner = fmt::format("revkv-server, member '{}'", c.name);
   return o;
 }
 
@@ -76,20 +78,22 @@ void LogSummary(ServerState& state) {
 }
 
 int Main(int argc, char** argv) {
-  absl::StatusOr<ServerConfig> parsed = ParseConfig(argc, argv);
+  absl::StatusOr<CommandLine> parsed = ParseConfig(argc, argv);
   if (!parsed.ok()) {
     std::fprintf(stderr, "revkv-server: %s\n", std::string(parsed.status().message()).c_str());
     return 2;
   }
-  const ServerConfig config = *parsed;
-  SetUpLogging(config);
+  ServerConfig config = parsed->config;  // const once the gRPC port is known (below)
+  SetUpLogging(config.log_level, config.log_format);
+  for (const std::string& warning : parsed->warnings) spdlog::warn("{}", warning);
 
-  // SIGINT and SIGTERM are taken by the main thread only (sigwait); every thread started later inherits
-  // the blocked mask.
+  // SIGINT, SIGTERM and SIGHUP are taken by one thread only (sigtimedwait: the recovery watch, then
+  // main); every thread started later inherits the blocked mask.
   sigset_t signals;
   sigemptyset(&signals);
   sigaddset(&signals, SIGINT);
   sigaddset(&signals, SIGTERM);
+  sigaddset(&signals, SIGHUP);
   pthread_sigmask(SIG_BLOCK, &signals, nullptr);
   signal(SIGPIPE, SIG_IGN);
 
@@ -104,7 +108,8 @@ int Main(int argc, char** argv) {
   if (config.repair_wal) {
     absl::StatusOr<WalRepairReport> repair = RepairLog(EngineOptionsFrom(config));
     if (!repair.ok()) {
-      spdlog::error("cannot repair the log in {}: {}", config.data_dir, repair.status().ToString());
+      spdlog::error("cannot repair the log in {}: {}", config.data_dir,
+                    std::string(repair.status().message()));
       return 1;
     }
     std::printf("%s\n", repair->ToString().c_str());
@@ -125,12 +130,59 @@ int Main(int argc, char** argv) {
     return 0;
   }
 
-  RecoveryReport report;
-  absl::StatusOr<std::unique_ptr<Engine>> engine = Engine::Open(EngineOptionsFrom(config), &report);
-  if (!engine.ok()) {
-    spdlog::error("cannot open the data directory {}: {}", config.data_dir, engine.status().ToString());
+  const SystemdNotifier systemd;
+  RecoveryProgress progress;
+  MetricsRegistry metrics;
+  AddProcessCollector(metrics);
+  OpsRoutes routes(&metrics, &progress);
+
+  // 1. The ports, before recovery: a busy port fails now, and both answer while the store recovers.
+  absl::StatusOr<std::unique_ptr<GrpcListener>> listener = GrpcListener::Bind(config.listen);
+  if (!listener.ok()) {
+    spdlog::error("{}", std::string(listener.status().message()));
     return 1;
   }
+  if (config.advertise_derived && config.listen.ends_with(":0")) {  // advertise the port actually bound
+    config.listen = config.listen.substr(0, config.listen.size() - 1) + std::to_string((*listener)->port());
+    config.advertise_client_urls = DeriveAdvertiseUrl(config);
+  }
+  absl::StatusOr<std::unique_ptr<RecoveringServer>> recovering = RecoveringServer::Start(
+      config.tls, listener->get(), [&progress] { return progress.Read().Describe(); });
+  if (!recovering.ok()) {
+    spdlog::error("{}", std::string(recovering.status().message()));
+    return 1;
+  }
+  spdlog::info("gRPC port {} bound; it answers UNAVAILABLE until the store is recovered", config.listen);
+  std::unique_ptr<HttpServer> ops;
+  if (!config.metrics_listen.empty()) {
+    HttpServerOptions options;
+    options.bind_address = config.metrics_listen;
+    ops = std::make_unique<HttpServer>(options);
+    routes.AddTo(*ops);
+    if (absl::Status s = ops->Start(); !s.ok()) {
+      spdlog::error("{}", std::string(s.message()));
+      return 1;
+    }
+    spdlog::info("serving /metrics, /healthz, /health, /livez, /readyz, /version and /debug/gc on http://{}",
+                 config.metrics_listen);
+  }
+
+  // 2. Recovery, watched.
+  RecoveryWatch::Options watch_options;
+  watch_options.signals = signals;
+  watch_options.on_stop = [](int) { std::_Exit(0); };  // nothing acknowledged yet; the LOCK goes with us
+  RecoveryWatch watch(&progress, &systemd, watch_options);
+  EngineOptions engine_options = EngineOptionsFrom(config);
+  engine_options.progress = &progress;
+  RecoveryReport report;
+  absl::StatusOr<std::unique_ptr<Engine>> engine = Engine::Open(engine_options, &report);
+  if (!engine.ok()) {
+    spdlog::error("cannot open the data directory {}: {}", config.data_dir,
+                  std::string(engine.status().message()));
+    return 1;
+  }
+  // From here a signal waits for main's loop below (the rest of the start takes a moment).
+  watch.Stop();
   spdlog::info("recovery: {}", report.checkpoint.ToString());
   spdlog::info("recovery: {}", report.wal.ToString());
   if (report.wal.corruption.has_value()) {
@@ -142,13 +194,12 @@ int Main(int argc, char** argv) {
   // Every lease that survived recovery gets its full granted TTL again (deadlines are not persisted).
   Lessor lessor(&(*engine)->store());
   if (absl::Status s = lessor.Recover(); !s.ok()) {
-    spdlog::error("cannot restore the leases: {}", s.ToString());
+    spdlog::error("cannot restore the leases: {}", std::string(s.message()));
     return 1;
   }
   spdlog::info("recovered {} leases, each with its full TTL", lessor.size());
   lessor.Start();
 
-  MetricsRegistry metrics;
   auth::SimpleTokens tokens(std::chrono::seconds(config.auth_token_ttl));
   ServerState state;
   state.engine = engine->get();
@@ -162,54 +213,28 @@ int Main(int argc, char** argv) {
   RegisterServerMetrics(&state, &metrics);
   const int gc_log = runtime::AddCollectionListener(LogCollection);
 
-  std::unique_ptr<HttpServer> ops;
-  if (!config.metrics_listen.empty()) {
-    HttpServerOptions options;
-    options.bind_address = config.metrics_listen;
-    ops = std::make_unique<HttpServer>(options);
-    ops->Handle("/metrics", [&](const HttpRequest&) {
-      return HttpResponse::Make(200, MetricsRegistry::kContentType, metrics.Render());
-    });
-    ops->Handle("/healthz", [&](const HttpRequest&) {
-      const absl::Status w = state.engine->write_status();
-      return w.ok() ? HttpResponse::Text(200, "ok\n")
-                    : HttpResponse::Text(503,
-                                         "read-only after a disk error: " + std::string(w.message()) + "\n");
-    });
-    ops->Handle("/debug/gc", [&](const HttpRequest& request) {
-      uint32_t recent = 0;
-      const std::string_view text = request.Query("recent", "64");
-      if (!absl::SimpleAtoi(absl::string_view(text.data(), text.size()), &recent)) {
-        return HttpResponse::Text(400, "recent must be a non-negative integer\n");
-      }
-      ::revkv::v1::GetStatsResponse stats;
-      FillStats(&state, recent, &stats);
-      std::string json;
-      google::protobuf::util::JsonPrintOptions print;
-      print.add_whitespace = true;
-      print.always_print_primitive_fields = true;
-      (void)google::protobuf::util::MessageToJsonString(stats, &json, print);
-      return HttpResponse::Json(200, json);
-    });
-    if (absl::Status s = ops->Start(); !s.ok()) {
-      spdlog::error("{}", std::string(s.message()));
-      return 1;
-    }
-    spdlog::info("serving /metrics, /healthz and /debug/gc on http://{}", config.metrics_listen);
-  }
-  // gRPC last: once its health service answers SERVING, every endpoint of the server is up.
+  // 3. The serving gRPC server takes the port over; the recovering one lets its clients go (they
+  // reconnect, to the serving one). Once its health service answers SERVING, everything is up.
   RpcServer rpc(&state);
-  if (absl::Status s = rpc.Start(); !s.ok()) {
+  if (absl::Status s = rpc.Start(listener->get()); !s.ok()) {
     spdlog::error("{}", std::string(s.message()));
     return 1;
   }
+  // The ops pages that need the store answer from here on: /healthz says ok only once gRPC serves.
+  routes.Serve(&state);
+  (*recovering)->Retire();  // its clients reconnect, to the serving server, within a fifth of a second
+  progress.Done();
   spdlog::info("serving etcd v3 gRPC on {} ({} workers, fsync {})", config.listen, config.workers,
                FsyncModeName(config.fsync));
+  systemd.Ready(
+      fmt::format("serving on {} at revision {}, {} keys",
+                  config.listen.substr(0, config.listen.rfind(':') + 1) + std::to_string(rpc.port()),
+                  report.revision, report.keys));
 
   (*engine)->StartBackgroundCheckpoints();
 
   int signal_number = 0;
-  while (signal_number == 0) {
+  while (signal_number != SIGINT && signal_number != SIGTERM) {
     timespec timeout{60, 0};
     siginfo_t info;
     {
@@ -217,18 +242,23 @@ int Main(int argc, char** argv) {
       signal_number = sigtimedwait(&signals, &info, &timeout);
     }
     if (signal_number < 0) {
-      signal_number = 0;
       LogSummary(state);
+    } else if (signal_number == SIGHUP) {
+      spdlog::info(
+          "SIGHUP: nothing to reload or reopen (revkv logs to stderr and reads its settings only at "
+          "start); still serving");
     }
   }
-  spdlog::info("{}: draining in-flight requests", signal_number == SIGINT ? "SIGINT" : "SIGTERM");
+  const char* name = signal_number == SIGINT ? "SIGINT" : "SIGTERM";
+  spdlog::info("{}: draining in-flight requests", name);
+  systemd.Stopping(fmt::format("{}: draining requests and flushing the log", name));
   if (ops != nullptr) ops->Stop();
   rpc.Shutdown(std::chrono::seconds(5));
   lessor.Stop();  // before the log closes: an expiry revoke is a logged write
   runtime::RemoveCollectionListener(gc_log);
   const absl::Status closed = (*engine)->Close();
   if (!closed.ok()) {
-    spdlog::error("closing the log: {}", closed.ToString());
+    spdlog::error("closing the log: {}", std::string(closed.message()));
     return 1;
   }
   spdlog::info("log flushed at revision {}; bye", (*engine)->store().Revision());

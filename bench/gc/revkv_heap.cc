@@ -270,7 +270,7 @@ nlohmann::json RunRevkv(const WorkloadConfig& config) {
   out["runtime_time_to_safepoint"] = {{"count", tts.count},
                                       {"p50_ns", tts.Quantile(0.5)},
                                       {"p99_ns", tts.Quantile(0.99)},
-                                      {"max_ns", tts.max_nanos}};
+                                      {"max_ns", tts.max}};
   out["peak_heap_bytes"] = g_peak_committed.load();
   out["peak_rss_bytes"] = PeakRssBytes();
   return out;

@@ -1,9 +1,8 @@
-// redis-server child and RESP client (redis.h).
+// redis-server child, and the client over hiredis (redis.h).
 #include "bench/store/redis.h"
 
 #include <arpa/inet.h>
 #include <netinet/in.h>
-#include <netinet/tcp.h>
 #include <signal.h>
 #include <spawn.h>
 #include <sys/socket.h>
@@ -19,6 +18,7 @@
 #include <thread>
 
 #include "absl/strings/str_cat.h"
+#include "hiredis/hiredis.h"
 
 extern char** environ;
 
@@ -126,118 +126,68 @@ void RedisServer::Stop() {
   pid_ = 0;
 }
 
-// ----- RespClient -----------------------------------------------------------------------------------
+// ----- RespClient: hiredis ---------------------------------------------------------------------------
 
 absl::StatusOr<std::unique_ptr<RespClient>> RespClient::Connect(int port) {
-  const int fd = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
-  if (fd < 0) return Errno("socket");
-  const sockaddr_in a = Loopback(port);
-  if (connect(fd, reinterpret_cast<const sockaddr*>(&a), sizeof(a)) != 0) {
-    const absl::Status s = Errno(absl::StrCat("connect to 127.0.0.1:", port));
-    close(fd);
+  redisContext* context = redisConnect("127.0.0.1", port);
+  if (context == nullptr) return absl::ResourceExhaustedError("hiredis: cannot allocate a context");
+  if (context->err != 0) {
+    const absl::Status s =
+        absl::UnavailableError(absl::StrCat("connect to redis at 127.0.0.1:", port, ": ", context->errstr));
+    redisFree(context);
     return s;
   }
-  const int one = 1;
-  setsockopt(fd, IPPROTO_TCP, TCP_NODELAY, &one, sizeof(one));
-  return std::unique_ptr<RespClient>(new RespClient(fd));
+  return std::unique_ptr<RespClient>(new RespClient(context));
 }
 
-RespClient::~RespClient() { close(fd_); }
+RespClient::~RespClient() { redisFree(context_); }
 
 void RespClient::Queue(std::initializer_list<std::string_view> args) {
-  absl::StrAppend(&out_, "*", args.size(), "\r\n");
+  std::vector<const char*> argv;
+  std::vector<size_t> lengths;
   for (std::string_view a : args) {
-    absl::StrAppend(&out_, "$", a.size(), "\r\n");
-    out_.append(a);
-    out_.append("\r\n");
+    argv.push_back(a.data());
+    lengths.push_back(a.size());
   }
+  // Only fails when out of memory, which Exec then reports through the context's error.
+  (void)redisAppendCommandArgv(context_, static_cast<int>(argv.size()), argv.data(), lengths.data());
   ++queued_;
 }
 
 absl::StatusOr<std::vector<std::string>> RespClient::Exec() {
-  // Everything is written before anything is read: a batch must fit the socket buffers plus what the
-  // server has read, which holds for batches of a few hundred KiB (Redis reads while we write).
-  for (size_t done = 0; done < out_.size();) {
-    const ssize_t n = send(fd_, out_.data() + done, out_.size() - done, MSG_NOSIGNAL);
-    if (n < 0 && errno == EINTR) continue;
-    if (n <= 0) return Errno("send to redis");
-    done += static_cast<size_t>(n);
-  }
-  out_.clear();
   const size_t expected = queued_;
   queued_ = 0;
   std::vector<std::string> replies;
   absl::Status first_error;
   for (size_t i = 0; i < expected; ++i) {
-    absl::StatusOr<std::string> line = ReadLine();
-    if (!line.ok()) return line.status();
-    if (line->empty()) return absl::DataLossError("empty RESP reply line");
-    const char type = (*line)[0];
-    std::string body = line->substr(1);
-    switch (type) {
-      case '+':
-      case ':':
-        replies.push_back(std::move(body));
+    void* raw = nullptr;
+    // The first call writes the whole batch, then each reads one reply (hiredis buffers both ways).
+    if (redisGetReply(context_, &raw) != REDIS_OK || raw == nullptr) {
+      return absl::UnavailableError(absl::StrCat("redis: ", context_->errstr));
+    }
+    std::unique_ptr<redisReply, void (*)(void*)> reply(static_cast<redisReply*>(raw), freeReplyObject);
+    switch (reply->type) {
+      case REDIS_REPLY_STATUS:
+      case REDIS_REPLY_STRING:
+        replies.emplace_back(reply->str, reply->len);
         break;
-      case '-':
-        if (first_error.ok()) first_error = absl::InternalError(absl::StrCat("redis: ", body));
+      case REDIS_REPLY_INTEGER:
+        replies.push_back(std::to_string(reply->integer));
+        break;
+      case REDIS_REPLY_NIL:
         replies.emplace_back();
         break;
-      case '$': {
-        const long long len = std::atoll(body.c_str());
-        if (len < 0) {
-          replies.emplace_back();
-          break;
-        }
-        absl::StatusOr<std::string> bulk = ReadBytes(static_cast<size_t>(len) + 2);
-        if (!bulk.ok()) return bulk.status();
-        bulk->resize(static_cast<size_t>(len));
-        replies.push_back(std::move(*bulk));
+      case REDIS_REPLY_ERROR:
+        if (first_error.ok())
+          first_error = absl::InternalError(absl::StrCat("redis: ", std::string(reply->str, reply->len)));
+        replies.emplace_back();
         break;
-      }
       default:
-        return absl::UnimplementedError(absl::StrCat("RESP reply type '", std::string(1, type), "'"));
+        return absl::UnimplementedError(absl::StrCat("redis reply type ", reply->type));
     }
   }
   if (!first_error.ok()) return first_error;
   return replies;
-}
-
-absl::Status RespClient::Fill() {
-  if (in_pos_ > 0) {
-    in_.erase(0, in_pos_);
-    in_pos_ = 0;
-  }
-  char buf[65536];
-  for (;;) {
-    const ssize_t n = recv(fd_, buf, sizeof(buf), 0);
-    if (n < 0 && errno == EINTR) continue;
-    if (n < 0) return Errno("recv from redis");
-    if (n == 0) return absl::UnavailableError("redis closed the connection");
-    in_.append(buf, static_cast<size_t>(n));
-    return absl::OkStatus();
-  }
-}
-
-absl::StatusOr<std::string> RespClient::ReadLine() {
-  for (;;) {
-    const size_t end = in_.find("\r\n", in_pos_);
-    if (end != std::string::npos) {
-      std::string line = in_.substr(in_pos_, end - in_pos_);
-      in_pos_ = end + 2;
-      return line;
-    }
-    if (absl::Status s = Fill(); !s.ok()) return s;
-  }
-}
-
-absl::StatusOr<std::string> RespClient::ReadBytes(size_t n) {
-  while (in_.size() - in_pos_ < n) {
-    if (absl::Status s = Fill(); !s.ok()) return s;
-  }
-  std::string bytes = in_.substr(in_pos_, n);
-  in_pos_ += n;
-  return bytes;
 }
 
 // ----- INFO -----------------------------------------------------------------------------------------

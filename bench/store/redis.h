@@ -1,5 +1,5 @@
-// A redis-server child process and a minimal RESP client for it: what the memory sub-benchmark needs
-// to load the same keys into Redis (pipelined SETs) and read INFO. POSIX sockets over 127.0.0.1.
+// A redis-server child process and a client for it over hiredis: what the memory sub-benchmark needs to
+// load the same keys into Redis (pipelined SETs) and read INFO, over 127.0.0.1.
 #pragma once
 
 #include <sys/types.h>
@@ -12,6 +12,8 @@
 
 #include "absl/status/status.h"
 #include "absl/status/statusor.h"
+
+struct redisContext;  // hiredis/hiredis.h
 
 namespace revkv::bench::store {
 
@@ -42,7 +44,8 @@ class RedisServer {
   int port_;
 };
 
-// A blocking connection speaking RESP 2. Owner thread only.
+// A blocking connection to Redis over hiredis (Debian libhiredis-dev), pipelining the commands queued
+// before Exec. Owner thread only.
 class RespClient {
  public:
   static absl::StatusOr<std::unique_ptr<RespClient>> Connect(int port);
@@ -58,16 +61,10 @@ class RespClient {
   absl::StatusOr<std::vector<std::string>> Exec();
 
  private:
-  explicit RespClient(int fd) : fd_(fd) {}
-  absl::Status Fill();  // reads more bytes into in_
-  absl::StatusOr<std::string> ReadLine();
-  absl::StatusOr<std::string> ReadBytes(size_t n);
+  explicit RespClient(redisContext* context) : context_(context) {}
 
-  int fd_;
+  redisContext* const context_;  // owned: hiredis's connection and buffers
   size_t queued_ = 0;
-  std::string out_;
-  std::string in_;
-  size_t in_pos_ = 0;
 };
 
 // The value of `field` ("used_memory") in an INFO reply; 0 if absent.

@@ -156,8 +156,8 @@ RoundResult GrantRound(const Options& o, const std::string& endpoint) {
   RevokeAll(endpoint, ids, o.clients);
   RoundResult r;
   r.ops_per_second = static_cast<double>(all.count()) / seconds;
-  r.p50_us = all.ValueAtPercentile(50);
-  r.p99_us = all.ValueAtPercentile(99);
+  r.p50_us = all.Snapshot().ValueAtPercentile(50);
+  r.p99_us = all.Snapshot().ValueAtPercentile(99);
   r.errors = errors.load();
   return r;
 }
@@ -259,8 +259,8 @@ RoundResult KeepAliveRound(const Options& o, const std::string& endpoint) {
   const double seconds = std::chrono::duration<double>(Clock::now() - start).count();
   RevokeAll(endpoint, ids, 8);
   r.ops_per_second = static_cast<double>(all.count()) / seconds;
-  r.p50_us = all.ValueAtPercentile(50);
-  r.p99_us = all.ValueAtPercentile(99);
+  r.p50_us = all.Snapshot().ValueAtPercentile(50);
+  r.p99_us = all.Snapshot().ValueAtPercentile(99);
   if (ids.size() < static_cast<size_t>(o.leases)) r.errors += static_cast<size_t>(o.leases) - ids.size();
   return r;
 }

@@ -5,12 +5,16 @@
 //   revkv-bench get --compare 127.0.0.1:2379 127.0.0.1:2390 --rounds 3
 //   revkv-bench get --compare 127.0.0.1:2390 127.0.0.1:2391 127.0.0.1:2379   # ceiling, naive store, revkv
 #include <CLI/CLI.hpp>
+#include <cerrno>
 #include <csignal>
 #include <cstdio>
+#include <cstring>
+#include <string>
 
 #include "clients/bench/options.h"
 #include "clients/bench/report.h"
 #include "clients/bench/runner.h"
+#include "server/config/version.h"
 
 namespace {
 
@@ -27,10 +31,22 @@ extern "C" void OnInterrupt(int /*signal*/) {
   std::signal(SIGINT, SIG_DFL);  // a second Ctrl-C ends the process at once
 }
 
+// Writes `text` to `path` (nothing when `path` is empty); false, with a message, if it cannot.
+bool WriteFile(const std::string& path, const std::string& text) {
+  if (path.empty()) return true;
+  std::FILE* f = std::fopen(path.c_str(), "w");
+  bool ok = f != nullptr && std::fwrite(text.data(), 1, text.size(), f) == text.size();
+  if (f != nullptr && std::fclose(f) != 0) ok = false;
+  if (!ok) std::fprintf(stderr, "revkv-bench: cannot write %s: %s\n", path.c_str(), std::strerror(errno));
+  return ok;
+}
+
 int Main(int argc, char** argv) {
   using namespace revkv::client;
   BenchOptions options;
   CLI::App app("revkv-bench: load generator for etcd's v3 gRPC API (revkv, etcd, revkv-null-server)");
+  app.set_version_flag("--version", std::string("revkv-bench ") + std::string(revkv::server::kServerVersion),
+                       "Print the version and exit");
   app.footer(
       "Exit status: 0 when every request succeeded, 1 when any failed or an endpoint was unreachable, "
       "2 for bad options.");
@@ -70,6 +86,10 @@ int Main(int argc, char** argv) {
   if (options.compare.empty()) {
     const RunReport report = RunBenchmark(context, targets[0], options.preload);
     PrintText(text_out, report, options);
+    if (!WriteFile(options.percentiles_file, PercentileDistribution(report.latency_histogram)) ||
+        !WriteFile(options.svg_file, TimelineSvg(report, options))) {
+      return kExitErrors;
+    }
     if (options.json)
       std::printf(
           "%s\n",

@@ -128,11 +128,19 @@ void AddBenchFlags(CLI::App& app, BenchOptions* o) {
 
   app.add_flag("--json", o->json, "print the report as JSON on stdout (the text report goes to stderr)");
   app.add_flag("--quiet", o->quiet, "no progress line");
+  app.add_option("--percentiles-file", o->percentiles_file,
+                 "write the latency percentiles in HdrHistogram's .hgrm format (milliseconds) to FILE")
+      ->type_name("FILE");
+  app.add_option("--svg", o->svg_file, "write an SVG chart of throughput and latency over time to FILE")
+      ->type_name("FILE");
 }
 
 absl::Status ValidateBenchOptions(const BenchOptions& o) {
   if (!o.compare.empty() && (o.compare.size() < 2 || o.compare.size() > kMaxCompared)) {
     return absl::InvalidArgumentError(absl::StrCat("--compare takes 2 to ", kMaxCompared, " endpoints"));
+  }
+  if (!o.compare.empty() && (!o.percentiles_file.empty() || !o.svg_file.empty())) {
+    return absl::InvalidArgumentError("--percentiles-file and --svg describe one run: not with --compare");
   }
   if (o.total == 0 && o.duration <= absl::ZeroDuration()) {
     return absl::InvalidArgumentError("--duration must be positive (or give --total)");

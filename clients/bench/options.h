@@ -71,8 +71,10 @@ struct BenchOptions {
   uint64_t seed = 1;
 
   // Output.
-  bool json = false;   // the report as JSON on stdout (the text report goes to stderr)
-  bool quiet = false;  // no progress line
+  bool json = false;             // the report as JSON on stdout (the text report goes to stderr)
+  bool quiet = false;            // no progress line
+  std::string percentiles_file;  // HdrHistogram's percentile distribution (.hgrm) of the latencies
+  std::string svg_file;          // an SVG of throughput and latency over the measured time
 };
 
 const char* WorkloadName(Workload workload);

@@ -4,6 +4,7 @@
 #include <sys/resource.h>
 
 #include <algorithm>
+#include <array>
 #include <cmath>
 #include <functional>
 
@@ -158,14 +159,15 @@ RunReport MakeRunReport(std::string endpoints, const WorkerStats& stats, Clock::
         std::chrono::duration<double>(stats.last_measured_completion - measure_start).count();
   }
   r.throughput = r.measured_seconds > 0 ? static_cast<double>(r.ops) / r.measured_seconds : 0;
-  const LatencyHistogram& h = stats.latency;
-  r.latency = {h.count(),
+  const runtime::HistogramSnapshot h = stats.latency.Snapshot();
+  r.latency = {h.count,
                h.mean(),
                h.ValueAtPercentile(50),
                h.ValueAtPercentile(90),
                h.ValueAtPercentile(99),
                h.ValueAtPercentile(99.9),
-               h.max()};
+               h.max};
+  r.latency_histogram = h;
   return r;
 }
 
@@ -237,6 +239,14 @@ nlohmann::json ToJson(const RunReport& r, const BenchOptions& o) {
   if (r.run_order > 0) json["run_order"] = r.run_order;
   json["host_load_average"] = {{"start", r.load_average_start}, {"end", r.load_average_end}};
   json["client_cpu_percent"] = r.client_cpu_percent;
+  nlohmann::json timeline = nlohmann::json::array();
+  for (const TimelineSample& s : r.timeline) {
+    timeline.push_back({{"seconds", s.seconds},
+                        {"ops_per_second", s.ops_per_second},
+                        {"p50_us", s.p50_us},
+                        {"p99_us", s.p99_us}});
+  }
+  json["timeline"] = std::move(timeline);
   return json;
 }
 
@@ -302,6 +312,171 @@ void PrintText(std::FILE* out, const RunReport& r, const BenchOptions& o) {
     }
   }
   absl::FPrintF(out, "  requests    %s\n", requests.empty() ? "none" : absl::StrJoin(requests, "  "));
+  PrintLatencyHistogram(out, r.latency_histogram);
+}
+
+void PrintLatencyHistogram(std::FILE* out, const runtime::HistogramSnapshot& h) {
+  if (h.count == 0) return;
+  constexpr int kBuckets = 10;
+  std::array<double, kBuckets + 1> bounds{};  // microseconds
+  const double fastest = static_cast<double>(h.min);
+  const double step = (static_cast<double>(h.max) - fastest) / kBuckets;
+  for (int i = 0; i < kBuckets; ++i) bounds[i] = fastest + step * i;
+  bounds[kBuckets] = static_cast<double>(h.max);
+  std::array<uint64_t, kBuckets + 1> counts{};
+  uint64_t below = 0;
+  for (int i = 0; i <= kBuckets; ++i) {
+    const uint64_t at_or_below =
+        i == kBuckets ? h.count : h.CountAtOrBelow(static_cast<uint64_t>(std::floor(bounds[i])));
+    counts[i] = at_or_below > below ? at_or_below - below : 0;
+    below = std::max(below, at_or_below);
+  }
+  const uint64_t largest = *std::max_element(counts.begin(), counts.end());
+  absl::FPrintF(out, "  latency histogram (ms, as etcd's benchmark draws it):\n");
+  for (int i = 0; i <= kBuckets; ++i) {
+    const int bar = largest == 0 ? 0 : static_cast<int>(counts[i] * 40 / largest);
+    std::string bars;
+    for (int b = 0; b < bar; ++b) bars += "\u220e";  // ∎
+    absl::FPrintF(out, "    %10.4f [%s]\t|%s\n", bounds[i] / 1000.0, Grouped(counts[i]), bars);
+  }
+}
+
+std::string PercentileDistribution(const runtime::HistogramSnapshot& h) {
+  std::string out =
+      absl::StrFormat("%12s %14s %10s %14s\n\n", "Value", "Percentile", "TotalCount", "1/(1-Percentile)");
+  const auto ms = [](uint64_t us) { return static_cast<double>(us) / 1000.0; };
+  uint64_t total = 0;
+  for (uint64_t b : h.buckets) total += b;
+  constexpr int kTicksPerHalfDistance = 5;
+  double level = 0;  // percent
+  uint64_t cumulative = 0;
+  double sum_squares = 0;
+  for (size_t i = 0; i < h.buckets.size() && total > 0; ++i) {
+    if (h.buckets[i] == 0) continue;
+    cumulative += h.buckets[i];
+    const uint64_t value = std::min(h.layout.UpperBound(i), h.max);
+    const double deviation = ms(value) - h.mean() / 1000.0;
+    sum_squares += deviation * deviation * static_cast<double>(h.buckets[i]);
+    // HdrHistogram's PercentileIterator: a line each time the cumulative count reaches the next level;
+    // levels come closer as they approach 100% (ticks per half of the remaining distance).
+    while (100.0 * static_cast<double>(cumulative) / static_cast<double>(total) >= level) {
+      absl::StrAppendFormat(&out, "%12.3f %2.12f %10d %14.2f\n", ms(value), level / 100.0, cumulative,
+                            1.0 / (1.0 - level / 100.0));
+      const double half_distances = std::floor(std::log2(100.0 / (100.0 - level))) + 1;
+      level += 100.0 / (kTicksPerHalfDistance * std::pow(2.0, half_distances));
+      if (cumulative == total) break;
+    }
+    if (cumulative == total) break;
+  }
+  if (total > 0) absl::StrAppendFormat(&out, "%12.3f %2.12f %10d\n", ms(h.max), 1.0, total);
+  const double stddev = total > 0 ? std::sqrt(sum_squares / static_cast<double>(total)) : 0;
+  absl::StrAppendFormat(&out, "#[Mean    = %12.3f, StdDeviation   = %12.3f]\n", h.mean() / 1000.0, stddev);
+  absl::StrAppendFormat(&out, "#[Max     = %12.3f, Total count    = %12d]\n", ms(h.max), total);
+  // The latency layout (histogram.h) is HdrHistogram's with 2048 sub-buckets: 2048 exact values, then
+  // 1024 buckets per power of two.
+  absl::StrAppendFormat(&out, "#[Buckets = %12d, SubBuckets     = %12d]\n",
+                        (h.layout.bucket_count() - 2048) / 1024 + 1, 2048);
+  return out;
+}
+
+namespace {
+
+std::string XmlEscaped(std::string_view text) {
+  std::string out;
+  for (char c : text) {
+    switch (c) {
+      case '&':
+        out += "&amp;";
+        break;
+      case '<':
+        out += "&lt;";
+        break;
+      case '>':
+        out += "&gt;";
+        break;
+      case '"':
+        out += "&quot;";
+        break;
+      default:
+        out += c;
+    }
+  }
+  return out;
+}
+
+}  // namespace
+
+std::string TimelineSvg(const RunReport& r, const BenchOptions& o) {
+  constexpr double kWidth = 800, kLeft = 70, kRight = 20, kPanel = 170, kTop = 40, kGap = 50;
+  const double plot_width = kWidth - kLeft - kRight;
+  const double height = kTop + 2 * kPanel + kGap + 40;
+  double last_second = 1;
+  double top_rate = 1;
+  double top_latency = 0.001;  // ms
+  for (const TimelineSample& s : r.timeline) {
+    last_second = std::max(last_second, s.seconds);
+    top_rate = std::max(top_rate, s.ops_per_second);
+    top_latency = std::max(top_latency, static_cast<double>(s.p99_us) / 1000.0);
+  }
+  top_rate *= 1.1;
+  top_latency *= 1.1;
+  std::string svg = absl::StrFormat(
+      "<svg xmlns=\"http://www.w3.org/2000/svg\" width=\"%.0f\" height=\"%.0f\" "
+      "viewBox=\"0 0 %.0f %.0f\" font-family=\"sans-serif\" font-size=\"12\">\n"
+      "<rect width=\"100%%\" height=\"100%%\" fill=\"white\"/>\n",
+      kWidth, height, kWidth, height);
+  absl::StrAppendFormat(
+      &svg, "<text x=\"%.0f\" y=\"20\" font-size=\"14\">revkv-bench %s against %s: %s</text>\n", kLeft,
+      WorkloadName(o.workload), XmlEscaped(r.endpoints), XmlEscaped(DescribeLoad(o)));
+  const auto x_of = [&](double seconds) { return kLeft + plot_width * seconds / last_second; };
+  const auto panel =
+      [&](double top, double max_value, const std::string& unit,
+          const std::vector<std::pair<std::string, std::function<double(const TimelineSample&)>>>& series,
+          const std::vector<std::string>& colours) {
+        const auto y_of = [&](double v) {
+          return top + kPanel - kPanel * std::min(v, max_value) / max_value;
+        };
+        absl::StrAppendFormat(&svg,
+                              "<g class=\"panel\"><rect x=\"%.0f\" y=\"%.0f\" width=\"%.0f\" height=\"%.0f\" "
+                              "fill=\"none\" stroke=\"#999\"/>\n",
+                              kLeft, top, plot_width, kPanel);
+        for (int tick = 0; tick <= 4; ++tick) {
+          const double v = max_value * tick / 4;
+          absl::StrAppendFormat(&svg,
+                                "<line x1=\"%.0f\" x2=\"%.0f\" y1=\"%.1f\" y2=\"%.1f\" stroke=\"#eee\"/>"
+                                "<text x=\"%.0f\" y=\"%.1f\" text-anchor=\"end\">%s</text>\n",
+                                kLeft, kLeft + plot_width, y_of(v), y_of(v), kLeft - 4, y_of(v) + 4,
+                                absl::StrFormat(max_value >= 100 ? "%.0f" : "%.3g", v));
+        }
+        absl::StrAppendFormat(&svg, "<text x=\"%.0f\" y=\"%.0f\">%s</text>\n", kLeft, top - 6, unit);
+        for (size_t k = 0; k < series.size(); ++k) {
+          std::string points;
+          for (const TimelineSample& s : r.timeline) {
+            absl::StrAppendFormat(&points, "%s%.1f,%.1f", points.empty() ? "" : " ", x_of(s.seconds),
+                                  y_of(series[k].second(s)));
+          }
+          absl::StrAppendFormat(&svg,
+                                "<polyline class=\"%s\" fill=\"none\" stroke=\"%s\" stroke-width=\"1.5\" "
+                                "points=\"%s\"/>\n<text x=\"%.0f\" y=\"%.0f\" fill=\"%s\">%s</text>\n",
+                                series[k].first, colours[k], points,
+                                kLeft + plot_width - 60.0 * (series.size() - k), top - 6, colours[k],
+                                series[k].first);
+        }
+        svg += "</g>\n";
+      };
+  panel(kTop, top_rate, "throughput (ops/s)",
+        {{"ops_per_second", [](const TimelineSample& s) { return s.ops_per_second; }}}, {"#1f77b4"});
+  panel(kTop + kPanel + kGap, top_latency, "latency (ms)",
+        {{"p50", [](const TimelineSample& s) { return static_cast<double>(s.p50_us) / 1000.0; }},
+         {"p99", [](const TimelineSample& s) { return static_cast<double>(s.p99_us) / 1000.0; }}},
+        {"#2ca02c", "#d62728"});
+  for (int tick = 0; tick <= 5; ++tick) {
+    const double seconds = last_second * tick / 5;
+    absl::StrAppendFormat(&svg, "<text x=\"%.1f\" y=\"%.0f\" text-anchor=\"middle\">%.1f s</text>\n",
+                          x_of(seconds), kTop + 2 * kPanel + kGap + 18, seconds);
+  }
+  svg += "</svg>\n";
+  return svg;
 }
 
 void PrintText(std::FILE* out, const CompareReport& c, const BenchOptions& o) {

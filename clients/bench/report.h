@@ -10,6 +10,7 @@
 #include <string>
 #include <vector>
 
+#include "clients/bench/histogram.h"
 #include "clients/bench/options.h"
 #include "clients/bench/run_stats.h"
 
@@ -23,6 +24,14 @@ struct LatencyFigures {  // microseconds
   uint64_t p99 = 0;
   uint64_t p999 = 0;
   uint64_t max = 0;
+};
+
+// One interval (about a second) of the measured time, as the progress line samples it.
+struct TimelineSample {
+  double seconds = 0;         // since the measured time began, at the interval's end
+  double ops_per_second = 0;  // measured operations completed in the interval, per second
+  uint64_t p50_us = 0;        // latency of those operations
+  uint64_t p99_us = 0;
 };
 
 // One run against one endpoint list.
@@ -44,6 +53,8 @@ struct RunReport {
   uint64_t ops = 0;       // measured operations that completed
   double throughput = 0;  // ops / measured_seconds
   LatencyFigures latency;
+  runtime::HistogramSnapshot latency_histogram;  // microseconds, measured operations
+  std::vector<TimelineSample> timeline;          // measured time, per interval
   std::array<PhaseCounts, kPhaseCount> phases{};
   ErrorCounts errors;  // every phase
   uint64_t errors_total = 0;
@@ -77,6 +88,19 @@ nlohmann::json ToJson(const RunReport& report, const BenchOptions& options);
 nlohmann::json ToJson(const CompareReport& report, const BenchOptions& options);
 void PrintText(std::FILE* out, const RunReport& report, const BenchOptions& options);
 void PrintText(std::FILE* out, const CompareReport& report, const BenchOptions& options);
+
+// etcd's benchmark's "Response time histogram": 10 equal buckets from the fastest to the slowest
+// latency (each line: its upper bound in ms, the count of values at or below it and above the previous
+// bound, a bar of up to 40 '∎' scaled to the largest count). Nothing when no operation was measured.
+void PrintLatencyHistogram(std::FILE* out, const runtime::HistogramSnapshot& latencies);
+
+// HdrHistogram's percentile distribution (outputPercentileDistribution, 5 ticks per half distance,
+// values in milliseconds): the .hgrm text its plotters read.
+std::string PercentileDistribution(const runtime::HistogramSnapshot& latencies);
+
+// An SVG chart of a run's timeline: throughput (ops/s) above, p50 and p99 latency (ms) below, over the
+// measured seconds. Self-contained (no script, no external resource).
+std::string TimelineSvg(const RunReport& report, const BenchOptions& options);
 
 // One line describing the workload and load shape ("put, 4 connections x 16 in flight, unary, ...").
 std::string DescribeLoad(const BenchOptions& options);

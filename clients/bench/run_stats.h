@@ -55,7 +55,8 @@ struct alignas(64) LiveCounters {
   }
 };
 
-// One worker's figures. Owner thread only, except `live` (see LiveCounters).
+// One worker's figures. Owner thread only, except `live` (see LiveCounters) and latency.Snapshot(), which
+// any thread may take while the owner records (runtime::Histogram).
 struct WorkerStats {
   std::array<PhaseCounts, kPhaseCount> phases{};
   ErrorCounts errors;                             // every phase

@@ -71,9 +71,31 @@ LiveTotals ReadLive(const std::vector<std::unique_ptr<Worker>>& workers) {
   return totals;
 }
 
-// Runs `plan` on every worker and waits for all of them, printing a progress line each second.
-void RunPhase(const RunContext& context, std::vector<std::unique_ptr<Worker>>& workers,
-              const PhasePlan& plan) {
+// The measured operations' latencies so far, every worker's merged (runtime::Histogram: a snapshot
+// may be taken while the workers record).
+runtime::HistogramSnapshot ReadLatencies(const std::vector<std::unique_ptr<Worker>>& workers) {
+  runtime::HistogramSnapshot all = LatencyHistogram().Snapshot();
+  for (const auto& worker : workers) all.Merge(worker->stats()->latency.Snapshot());
+  return all;
+}
+
+// What was recorded between `before` and `after` (both of the same histograms; counters only grow).
+runtime::HistogramSnapshot Since(const runtime::HistogramSnapshot& before,
+                                 const runtime::HistogramSnapshot& after) {
+  runtime::HistogramSnapshot d = after;
+  d.count = 0;
+  for (size_t i = 0; i < d.buckets.size(); ++i) {
+    d.buckets[i] -= std::min(d.buckets[i], i < before.buckets.size() ? before.buckets[i] : 0);
+    d.count += d.buckets[i];
+  }
+  d.sum = after.sum - std::min(after.sum, before.sum);
+  return d;  // min and max are those of the whole run: percentiles stay within them
+}
+
+// Runs `plan` on every worker and waits for all of them, printing a progress line each second and, for
+// the measured phase, adding each second's throughput and latency to `timeline` (when not null).
+void RunPhase(const RunContext& context, std::vector<std::unique_ptr<Worker>>& workers, const PhasePlan& plan,
+              std::vector<TimelineSample>* timeline = nullptr) {
   PhaseState state;
   state.workers = static_cast<int>(workers.size());
   for (auto& worker : workers) {
@@ -88,6 +110,26 @@ void RunPhase(const RunContext& context, std::vector<std::unique_ptr<Worker>>& w
   Clock::time_point last_time = plan.start;
   Clock::time_point tick = plan.start + std::chrono::seconds(1);
   bool printed = false;
+  runtime::HistogramSnapshot sampled = ReadLatencies(workers);
+  Clock::time_point sampled_time = plan.start;
+  // One timeline point: the measured operations completed since the last one.
+  const auto sample = [&](Clock::time_point now) {
+    if (timeline == nullptr || plan.kind != Phase::kMeasured || now <= plan.warmup_end) return;
+    const runtime::HistogramSnapshot latencies = ReadLatencies(workers);
+    const runtime::HistogramSnapshot interval = Since(sampled, latencies);
+    const double seconds =
+        std::chrono::duration<double>(now - std::max(sampled_time, plan.warmup_end)).count();
+    if (seconds > 0.05 && interval.count > 0) {
+      timeline->push_back({.seconds = std::chrono::duration<double>(now - plan.warmup_end).count(),
+                           .ops_per_second = static_cast<double>(interval.count) / seconds,
+                           .p50_us = interval.ValueAtPercentile(50),
+                           .p99_us = interval.ValueAtPercentile(99)});
+    }
+    sampled = latencies;
+    sampled_time = now;
+  };
+  const double planned_seconds =
+      plan.end == Clock::time_point::max() ? 0 : std::chrono::duration<double>(plan.end - plan.start).count();
   while (true) {
     {
       std::unique_lock<std::mutex> lock(state.mu);
@@ -96,6 +138,7 @@ void RunPhase(const RunContext& context, std::vector<std::unique_ptr<Worker>>& w
     }
     const Clock::time_point now = Clock::now();
     tick += std::chrono::seconds(1);
+    sample(now);
     if (!show) continue;
     const LiveTotals totals = ReadLive(workers);
     const double seconds = std::chrono::duration<double>(now - last_time).count();
@@ -104,10 +147,14 @@ void RunPhase(const RunContext& context, std::vector<std::unique_ptr<Worker>>& w
                         : now < plan.warmup_end      ? "warmup"
                         : now < plan.end             ? "measure"
                                                      : "drain";
-    std::string line = absl::StrFormat("%s[%-7s %5.1fs] %10.0f ops/s  ops %llu  errors %llu", context.label,
-                                       phase, std::chrono::duration<double>(now - plan.start).count(), rate,
-                                       static_cast<unsigned long long>(totals.ops),
-                                       static_cast<unsigned long long>(totals.errors));
+    // "3.0s of 11.0s" (warm-up included) for a timed run; "ops 41,000 of 100,000" for a counted one.
+    const std::string of = planned_seconds > 0 ? absl::StrFormat(" of %.1fs", planned_seconds) : "";
+    std::string line = absl::StrFormat("%s[%-7s %5.1fs%s] %10.0f ops/s  ops %llu", context.label, phase,
+                                       std::chrono::duration<double>(now - plan.start).count(), of, rate,
+                                       static_cast<unsigned long long>(totals.ops));
+    if (plan.kind == Phase::kMeasured && plan.total > 0)
+      absl::StrAppend(&line, " of ", plan.total, " measured");
+    absl::StrAppend(&line, "  errors ", totals.errors);
     if (context.options->workload == Workload::kTxn) {
       absl::StrAppend(&line, "  retries ", totals.retries);
     }
@@ -118,6 +165,7 @@ void RunPhase(const RunContext& context, std::vector<std::unique_ptr<Worker>>& w
     last_time = now;
   }
   for (auto& worker : workers) worker->Join();
+  sample(Clock::now());  // the last part of a second
   if (printed && terminal) {
     std::fprintf(stderr, "\r\033[K");
     std::fflush(stderr);
@@ -192,6 +240,7 @@ RunReport RunBenchmark(const RunContext& context, const std::vector<Endpoint>& e
   }
 
   Clock::time_point measure_start = Clock::now();
+  std::vector<TimelineSample> timeline;
   double load_start = -1;
   double load_end = -1;
   double client_cpu_percent = -1;
@@ -216,7 +265,7 @@ RunReport RunBenchmark(const RunContext& context, const std::vector<Endpoint>& e
     measure_start = plan.warmup_end;
     load_start = HostLoadAverage();
     const double cpu_start = ProcessCpuSeconds();
-    RunPhase(context, workers, plan);
+    RunPhase(context, workers, plan, &timeline);
     const double cpu_seconds = ProcessCpuSeconds() - cpu_start;
     const double wall_seconds = std::chrono::duration<double>(Clock::now() - plan.start).count();
     if (wall_seconds > 0) client_cpu_percent = 100 * cpu_seconds / wall_seconds;
@@ -234,6 +283,7 @@ RunReport RunBenchmark(const RunContext& context, const std::vector<Endpoint>& e
   report.load_average_end = load_end;
   report.client_cpu_percent = client_cpu_percent;
   report.interrupted = context.stop != nullptr && context.stop->load(std::memory_order_acquire);
+  report.timeline = std::move(timeline);
   return report;
 }
 

@@ -175,8 +175,9 @@ RoundResult Round(const Options& o, const std::string& endpoint, int round) {
   RoundResult r;
   r.puts_per_second = static_cast<double>(puts.load()) / seconds;
   r.events_per_second = static_cast<double>(got) / std::max(seconds, delivery_seconds);
-  r.p50_us = all.ValueAtPercentile(50);
-  r.p99_us = all.ValueAtPercentile(99);
+  const revkv::runtime::HistogramSnapshot latencies = all.Snapshot();
+  r.p50_us = latencies.ValueAtPercentile(50);
+  r.p99_us = latencies.ValueAtPercentile(99);
   r.missing = got >= expected ? 0 : expected - got;
   return r;
 }

@@ -1,11 +1,10 @@
 // revkv's --json output.
 //
-// A response message is written in protobuf's canonical JSON mapping (what
-// google::protobuf::util::MessageToJsonString produces), with three settings fixed for every command:
+// A response message is written in revkv's one JSON style (proto/json/proto_json.h, also /debug/gc's):
 // field names as the .proto files spell them (`create_revision`, `mod_revision`, as etcdctl -w json
-// writes them), every field present even when it holds its zero value (so a script can rely on
-// `count` or `more` being there), and enums by name ("MAJOR"). As the mapping requires, bytes fields
-// (keys and values) are base64 and 64-bit integers are JSON strings ("revision": "42").
+// writes them), every integer a JSON number ("revision": 42, as etcdctl writes it), bytes fields (keys
+// and values) in base64, enums by name ("MAJOR"), and every field present even when it holds its zero
+// value (so a script can rely on `count` or `more` being there).
 //
 // Fields keep the order of the .proto file. Output that is not one response (status, gc watch) is an object
 // composed of such messages and of plain JSON numbers; docs/cli.md describes each.
@@ -17,11 +16,12 @@
 #include <nlohmann/json.hpp>
 #include <ostream>
 
+#include "proto/json/proto_json.h"
+
 namespace revkv::client {
 
-// `message` as a JSON value, in the mapping above. Never fails for the messages revkv uses (a broken
-// message aborts).
-nlohmann::ordered_json ProtoToJson(const google::protobuf::Message& message);
+// `message` as a JSON value, in the style above.
+using ::revkv::ProtoToJson;
 
 // Writes `value` to `out`, indented by two spaces, with a newline.
 void PrintJson(std::ostream& out, const nlohmann::ordered_json& value);

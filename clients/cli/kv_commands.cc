@@ -18,11 +18,6 @@
 namespace revkv::client {
 namespace {
 
-struct GetFlags {
-  std::string key;
-  int64_t revision = 0;
-};
-
 struct PutFlags {
   std::string key;
   std::string value;  // "-": read it from standard input
@@ -57,6 +52,19 @@ void AddKeySelection(CLI::App* command, KeySelection* keys) {
   command->add_flag("--from-key", keys->from_key, "every key >= KEY");
 }
 
+// The positional KEY [RANGE_END] and every flag of range (and of get, which takes the same).
+void AddRangeFlags(CLI::App* command, RangeFlags* range) {
+  AddKeySelection(command, &range->keys);
+  command->add_option("--limit", range->limit, "at most this many keys (0: no limit)")
+      ->check(CLI::NonNegativeNumber);
+  command->add_option("--rev", range->revision, "read as of this revision (0: the newest)")
+      ->check(CLI::NonNegativeNumber);
+  command->add_flag("--keys-only", range->keys_only, "print the keys only");
+  command->add_flag("--count-only", range->count_only, "print the number of keys only");
+  command->add_option("--sort-by", range->sort_by, "key, version, create, mod or value");
+  command->add_option("--order", range->order, "ascend or descend (with --sort-by: ascend)");
+}
+
 // Connects and sends one request to the KV service.
 template <typename Request, typename Response>
 absl::Status SendKv(const GlobalOptions& global,
@@ -72,22 +80,6 @@ absl::StatusOr<KeyRange> Resolve(const KeySelection& keys) {
   absl::StatusOr<KeyRange> range = ResolveKeyRange(keys);
   if (!range.ok()) return UsageError(range.status().message());
   return range;
-}
-
-absl::Status RunGet(const GlobalOptions& global, const GetFlags& flags) {
-  etcdserverpb::RangeRequest request;
-  request.set_key(flags.key);
-  request.set_revision(flags.revision);
-  etcdserverpb::RangeResponse response;
-  absl::Status status = SendKv(global, &etcdserverpb::KV::Stub::Range, request, &response);
-  if (!status.ok()) return status;
-  if (global.json) {
-    PrintProtoJson(std::cout, response);
-  } else if (response.kvs_size() > 0) {
-    std::cout << response.kvs(0).value() << '\n';
-  }
-  if (response.kvs_size() == 0) return NotFoundExit(absl::StrCat("key \"", flags.key, "\" not found"));
-  return absl::OkStatus();
 }
 
 absl::Status RunPut(const GlobalOptions& global, const PutFlags& flags) {
@@ -161,16 +153,45 @@ absl::StatusOr<etcdserverpb::RangeRequest> BuildRangeRequest(const RangeFlags& f
   return request;
 }
 
+// -w table, json or simple (range's format).
+void PrintRangeAs(const GlobalOptions& global, const etcdserverpb::RangeResponse& response,
+                  const RangeView& view) {
+  if (global.output == OutputFormat::kJson) {
+    PrintProtoJson(std::cout, response);
+  } else if (global.output == OutputFormat::kTable) {
+    PrintRangeTable(std::cout, response, view);
+  } else {
+    PrintRange(std::cout, response, view);
+  }
+}
+
 absl::Status RunRange(const GlobalOptions& global, const RangeFlags& flags) {
   absl::StatusOr<etcdserverpb::RangeRequest> request = BuildRangeRequest(flags);
   if (!request.ok()) return request.status();
   etcdserverpb::RangeResponse response;
   absl::Status status = SendKv(global, &etcdserverpb::KV::Stub::Range, *request, &response);
   if (!status.ok()) return status;
-  if (global.json) {
-    PrintProtoJson(std::cout, response);
+  PrintRangeAs(global, response, RangeView{.keys_only = flags.keys_only, .count_only = flags.count_only});
+  return absl::OkStatus();
+}
+
+// etcdctl's get: one key, or a range with range's flags. Of one key, the simple format prints the value
+// alone, and an absent key exits with status 3 in every format; a range prints as `range` does.
+absl::Status RunGet(const GlobalOptions& global, const RangeFlags& flags) {
+  const bool one_key = flags.keys.range_end.empty() && !flags.keys.prefix && !flags.keys.from_key;
+  absl::StatusOr<etcdserverpb::RangeRequest> request = BuildRangeRequest(flags);
+  if (!request.ok()) return request.status();
+  etcdserverpb::RangeResponse response;
+  absl::Status status = SendKv(global, &etcdserverpb::KV::Stub::Range, *request, &response);
+  if (!status.ok()) return status;
+  const RangeView view{.keys_only = flags.keys_only, .count_only = flags.count_only};
+  if (one_key && global.output == OutputFormat::kSimple && !flags.keys_only && !flags.count_only) {
+    if (response.kvs_size() > 0) std::cout << response.kvs(0).value() << '\n';
   } else {
-    PrintRange(std::cout, response, RangeView{.keys_only = flags.keys_only, .count_only = flags.count_only});
+    PrintRangeAs(global, response, view);
+  }
+  if (one_key && !flags.count_only && response.kvs_size() == 0) {
+    return NotFoundExit(absl::StrCat("key \"", flags.keys.key, "\" not found"));
   }
   return absl::OkStatus();
 }
@@ -195,12 +216,10 @@ absl::Status RunCompact(const GlobalOptions& global, const CompactFlags& flags) 
 void AddKvCommands(CLI::App& app, const CommandSetup& setup) {
   const GlobalOptions& global = *setup.global;
 
-  auto get = std::make_shared<GetFlags>();
-  CLI::App* get_command =
-      app.add_subcommand("get", "print the value of one key (exit status 3 if it is absent)");
-  get_command->add_option("key", get->key, "the key")->required();
-  get_command->add_option("--rev", get->revision, "read as of this revision (0: the newest)")
-      ->check(CLI::NonNegativeNumber);
+  auto get = std::make_shared<RangeFlags>();
+  CLI::App* get_command = app.add_subcommand(
+      "get", "print the value of one key (exit status 3 if it is absent), or a range of keys as range does");
+  AddRangeFlags(get_command, get.get());
   setup.dispatch->Bind(get_command, [&global, get] { return RunGet(global, *get); });
 
   auto put = std::make_shared<PutFlags>();
@@ -219,15 +238,7 @@ void AddKvCommands(CLI::App& app, const CommandSetup& setup) {
 
   auto range = std::make_shared<RangeFlags>();
   CLI::App* range_command = app.add_subcommand("range", "print a key or a range of keys with their values");
-  AddKeySelection(range_command, &range->keys);
-  range_command->add_option("--limit", range->limit, "at most this many keys (0: no limit)")
-      ->check(CLI::NonNegativeNumber);
-  range_command->add_option("--rev", range->revision, "read as of this revision (0: the newest)")
-      ->check(CLI::NonNegativeNumber);
-  range_command->add_flag("--keys-only", range->keys_only, "print the keys only");
-  range_command->add_flag("--count-only", range->count_only, "print the number of keys only");
-  range_command->add_option("--sort-by", range->sort_by, "key, version, create, mod or value");
-  range_command->add_option("--order", range->order, "ascend or descend (with --sort-by: ascend)");
+  AddRangeFlags(range_command, range.get());
   setup.dispatch->Bind(range_command, [&global, range] { return RunRange(global, *range); });
 
   auto compact = std::make_shared<CompactFlags>();

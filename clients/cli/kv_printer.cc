@@ -1,6 +1,9 @@
 // etcdctl-style text output of KV responses.
 #include "clients/cli/kv_printer.h"
 
+#include "absl/strings/str_cat.h"
+#include "clients/cli/table.h"
+
 namespace revkv::client {
 
 void PrintKeyValue(std::ostream& out, const mvccpb::KeyValue& kv, bool keys_only) {
@@ -14,6 +17,30 @@ void PrintRange(std::ostream& out, const etcdserverpb::RangeResponse& response, 
     return;
   }
   for (const mvccpb::KeyValue& kv : response.kvs()) PrintKeyValue(out, kv, view.keys_only);
+}
+
+void PrintRangeTable(std::ostream& out, const etcdserverpb::RangeResponse& response, const RangeView& view) {
+  if (view.count_only) {
+    Table table({"COUNT"});
+    table.AlignRight(0);
+    table.AddRow({absl::StrCat(response.count())});
+    out << table.RenderBoxed();
+    return;
+  }
+  if (view.keys_only) {
+    Table table({"KEY"});
+    for (const mvccpb::KeyValue& kv : response.kvs()) table.AddRow({kv.key()});
+    out << table.RenderBoxed();
+    return;
+  }
+  Table table({"KEY", "VALUE", "CREATE_REVISION", "MOD_REVISION", "VERSION", "LEASE"});
+  for (size_t column : {2, 3, 4, 5}) table.AlignRight(column);
+  for (const mvccpb::KeyValue& kv : response.kvs()) {
+    table.AddRow({kv.key(), kv.value(), absl::StrCat(kv.create_revision()), absl::StrCat(kv.mod_revision()),
+                  absl::StrCat(kv.version()),
+                  kv.lease() == 0 ? "" : absl::StrCat(absl::Hex(static_cast<uint64_t>(kv.lease())))});
+  }
+  out << table.RenderBoxed();
 }
 
 void PrintPut(std::ostream& out, const etcdserverpb::PutResponse& response) {

@@ -21,6 +21,11 @@ struct RangeView {
 void PrintKeyValue(std::ostream& out, const mvccpb::KeyValue& kv, bool keys_only = false);
 
 void PrintRange(std::ostream& out, const etcdserverpb::RangeResponse& response, const RangeView& view = {});
+// -w table: the pairs in etcdctl's boxes, one row each: KEY, VALUE, CREATE_REVISION, MOD_REVISION,
+// VERSION, LEASE (hexadecimal, as etcdctl writes lease IDs; empty without one). keys_only: KEY alone;
+// count_only: COUNT alone.
+void PrintRangeTable(std::ostream& out, const etcdserverpb::RangeResponse& response,
+                     const RangeView& view = {});
 // "OK", then the previous pair when the response carries one.
 void PrintPut(std::ostream& out, const etcdserverpb::PutResponse& response);
 // The number of keys deleted, then the previous pairs when the response carries them.

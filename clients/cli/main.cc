@@ -19,12 +19,15 @@
 #include "clients/cli/kv_commands.h"
 #include "clients/cli/server_commands.h"
 #include "clients/cli/txn_command.h"
+#include "server/config/version.h"
 
 int main(int argc, char** argv) {
   using namespace revkv::client;
   GlobalOptions global;
   CommandDispatch dispatch;
   CLI::App app("revkv: command-line client for revkv's etcd v3 API and its Admin service");
+  app.set_version_flag("--version", std::string("revkv ") + std::string(revkv::server::kServerVersion),
+                       "Print the version and exit");
   app.require_subcommand(1);
   app.fallthrough();  // flags of the whole command line may follow the subcommand: `revkv get k --json`
   app.footer(
@@ -49,6 +52,12 @@ int main(int argc, char** argv) {
     }
     std::cerr << "revkv: " << e.what() << "\nRun with --help for usage.\n";
     return kExitUsage;
+  }
+  const std::vector<CLI::App*> chosen = app.get_subcommands();
+  if (absl::Status s = ResolveOutputFormat(&global, chosen.empty() ? "" : chosen.front()->get_name());
+      !s.ok()) {
+    std::cerr << "revkv: " << s.message() << '\n';
+    return ExitStatusOf(s);
   }
   const absl::Status status = dispatch.Run();
   std::cout.flush();

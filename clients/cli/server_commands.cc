@@ -53,6 +53,20 @@ void PrintStatusText(const std::string& endpoint, const etcdserverpb::StatusResp
   std::cout << table.Render();
 }
 
+// -w table: the columns of `etcdctl endpoint status -w table`, one row for the endpoint.
+void PrintStatusTable(const std::string& endpoint, const etcdserverpb::StatusResponse& status) {
+  Table table({"ENDPOINT", "ID", "VERSION", "DB SIZE", "IS LEADER", "IS LEARNER", "RAFT TERM", "RAFT INDEX",
+               "RAFT APPLIED INDEX", "ERRORS"});
+  for (size_t column = 0; column < 10; ++column) table.AlignRight(column);  // etcdctl aligns every cell right
+  table.AddRow({endpoint, Hex(status.header().member_id()), status.version(),
+                FormatBytes(static_cast<uint64_t>(std::max<int64_t>(status.dbsize(), 0))),
+                status.leader() == status.header().member_id() ? "true" : "false",
+                status.islearner() ? "true" : "false", absl::StrCat(status.raftterm()),
+                absl::StrCat(status.raftindex()), absl::StrCat(status.raftappliedindex()),
+                absl::StrJoin(status.errors(), ", ")});
+  std::cout << table.RenderBoxed();
+}
+
 absl::Status RunStatus(const GlobalOptions& global) {
   absl::StatusOr<std::unique_ptr<Connection>> connection = Connection::Open(global);
   if (!connection.ok()) return connection.status();
@@ -76,6 +90,8 @@ absl::Status RunStatus(const GlobalOptions& global) {
               nlohmann::ordered_json{{"endpoint", c.endpoint()},
                                      {"status", ProtoToJson(status)},
                                      {"server_info", info.has_value() ? ProtoToJson(*info) : nullptr}});
+  } else if (global.output == OutputFormat::kTable) {
+    PrintStatusTable(c.endpoint(), status);
   } else {
     PrintStatusText(c.endpoint(), status, info);
   }

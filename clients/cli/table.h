@@ -23,10 +23,17 @@ class Table {
   // The table as lines ending in '\n'; a header row is followed by a rule of dashes.
   std::string Render() const;
 
+  // The table in boxes, as `etcdctl -w table` draws them: `+---+` rules above and below the header and
+  // below the last row, cells between `| ` and ` |`, the header centred (left of centre when the space
+  // is odd).
+  std::string RenderBoxed() const;
+
  private:
   std::vector<std::string> header_;
   std::vector<std::vector<std::string>> rows_;
   std::vector<bool> right_;  // indexed by column
+
+  std::vector<size_t> ColumnWidths() const;
 };
 
 }  // namespace revkv::client

@@ -8,12 +8,9 @@
 //
 // Exit status: 0 SERVING; 1 NOT_SERVING, UNKNOWN, or no answer within --timeout; 2 bad options.
 //
-// Debian ships the health service's server side in libgrpc++ but no client stubs, so the call goes
-// through grpc::GenericStub with the two messages encoded by hand. Both are tiny protobuf messages:
-//   HealthCheckRequest  { string service = 1; }
-//   HealthCheckResponse { ServingStatus status = 1; }   // UNKNOWN 0, SERVING 1, NOT_SERVING 2
+// Debian ships the health service's server side in libgrpc++ but no client stubs: the stubs come from
+// protoc and gRPC's plugin over proto/grpc/health/v1/health.proto (revkv_health_proto).
 #include <grpcpp/create_channel.h>
-#include <grpcpp/generic/generic_stub.h>
 #include <grpcpp/grpcpp.h>
 
 #include <CLI/CLI.hpp>
@@ -28,65 +25,13 @@
 #include <utility>
 #include <vector>
 
+#include "grpc/health/v1/health.grpc.pb.h"
+
 namespace {
 
 constexpr int kExitServing = 0;
 constexpr int kExitNotServing = 1;
 constexpr int kExitUsage = 2;
-constexpr char kCheckMethod[] = "/grpc.health.v1.Health/Check";
-
-// HealthCheckRequest with field 1 (`service`, length-delimited) set when non-empty; proto3 leaves an
-// empty string out, so the request for the whole server is zero bytes.
-std::string EncodeRequest(const std::string& service) {
-  std::string out;
-  if (service.empty()) return out;
-  out.push_back(static_cast<char>((1 << 3) | 2));  // field 1, wire type 2 (length-delimited)
-  uint64_t length = service.size();                // the length as a varint, 7 bits a byte
-  while (length >= 0x80) {
-    out.push_back(static_cast<char>((length & 0x7f) | 0x80));
-    length >>= 7;
-  }
-  out.push_back(static_cast<char>(length));
-  return out + service;
-}
-
-// The `status` field of a HealthCheckResponse, or nullopt when the bytes are not one. Fields other than
-// 1 are skipped, as a protobuf parser would; a missing field 1 is UNKNOWN (0).
-std::optional<uint64_t> DecodeStatus(const std::string& bytes) {
-  size_t i = 0;
-  auto varint = [&]() -> std::optional<uint64_t> {
-    uint64_t value = 0;
-    for (int shift = 0; shift < 64 && i < bytes.size(); shift += 7) {
-      const auto b = static_cast<uint8_t>(bytes[i++]);
-      value |= static_cast<uint64_t>(b & 0x7f) << shift;
-      if ((b & 0x80) == 0) return value;
-    }
-    return std::nullopt;
-  };
-  uint64_t status = 0;
-  while (i < bytes.size()) {
-    const std::optional<uint64_t> tag = varint();
-    if (!tag) return std::nullopt;
-    const uint64_t field = *tag >> 3, type = *tag & 7;
-    if (type == 0) {
-      const std::optional<uint64_t> v = varint();
-      if (!v) return std::nullopt;
-      if (field == 1) status = *v;
-    } else if (type == 2) {
-      const std::optional<uint64_t> len = varint();
-      if (!len || *len > bytes.size() - i) return std::nullopt;
-      i += *len;
-    } else if (type == 1 || type == 5) {
-      const size_t width = type == 1 ? 8 : 4;
-      if (width > bytes.size() - i) return std::nullopt;
-      i += width;
-    } else {
-      return std::nullopt;
-    }
-  }
-  return status;
-}
-
 // The file's contents, or nullopt when it cannot be read.
 std::optional<std::string> ReadFile(const std::string& path) {
   std::ifstream in(path, std::ios::binary);
@@ -94,21 +39,6 @@ std::optional<std::string> ReadFile(const std::string& path) {
   std::ostringstream text;
   text << in.rdbuf();
   return text.str();
-}
-
-const char* StatusName(uint64_t status) {
-  switch (status) {
-    case 0:
-      return "UNKNOWN";
-    case 1:
-      return "SERVING";
-    case 2:
-      return "NOT_SERVING";
-    case 3:
-      return "SERVICE_UNKNOWN";
-    default:
-      return "an unknown status";
-  }
 }
 
 int Main(int argc, char** argv) {
@@ -156,48 +86,26 @@ int Main(int argc, char** argv) {
     credentials = grpc::SslCredentials(ssl);
   }
 
-  grpc::GenericStub stub(grpc::CreateChannel(endpoint, credentials));
+  auto health = grpc::health::v1::Health::NewStub(grpc::CreateChannel(endpoint, credentials));
   grpc::ClientContext context;
   context.set_deadline(std::chrono::system_clock::now() +
                        std::chrono::microseconds(static_cast<int64_t>(timeout_seconds * 1e6)));
   context.set_wait_for_ready(true);  // a server still starting is waited for, up to the deadline
-
-  const std::string request_bytes = EncodeRequest(service);
-  grpc::Slice slice(request_bytes);
-  grpc::ByteBuffer request(&slice, 1);
-  grpc::CompletionQueue queue;
-  std::unique_ptr<grpc::GenericClientAsyncResponseReader> call =
-      stub.PrepareUnaryCall(&context, kCheckMethod, request, &queue);
-  call->StartCall();
-  grpc::ByteBuffer response;
-  grpc::Status status;
-  call->Finish(&response, &status, nullptr);
-  void* tag = nullptr;
-  bool ok = false;
-  queue.Next(&tag, &ok);
-  queue.Shutdown();
-  while (queue.Next(&tag, &ok)) {
-  }
-
+  grpc::health::v1::HealthCheckRequest request;
+  request.set_service(service);
+  grpc::health::v1::HealthCheckResponse response;
+  const grpc::Status status = health->Check(&context, request, &response);
   if (!status.ok()) {
     if (!quiet) {
       std::fprintf(stderr, "revkv-healthcheck: %s: %s\n", endpoint.c_str(), status.error_message().c_str());
     }
     return kExitNotServing;
   }
-  std::vector<grpc::Slice> slices;
-  std::string response_bytes;
-  if (response.Dump(&slices).ok()) {
-    for (const grpc::Slice& s : slices)
-      response_bytes.append(reinterpret_cast<const char*>(s.begin()), s.size());
+  if (!quiet) {
+    std::printf("%s: %s\n", endpoint.c_str(),
+                grpc::health::v1::HealthCheckResponse::ServingStatus_Name(response.status()).c_str());
   }
-  const std::optional<uint64_t> serving = DecodeStatus(response_bytes);
-  if (!serving) {
-    if (!quiet) std::fprintf(stderr, "revkv-healthcheck: %s: malformed health response\n", endpoint.c_str());
-    return kExitNotServing;
-  }
-  if (!quiet) std::printf("%s: %s\n", endpoint.c_str(), StatusName(*serving));
-  return *serving == 1 ? kExitServing : kExitNotServing;
+  return response.status() == grpc::health::v1::HealthCheckResponse::SERVING ? kExitServing : kExitNotServing;
 }
 
 }  // namespace

@@ -27,6 +27,7 @@
 #include <vector>
 
 #include "runtime/heap/heap.h"
+#include "runtime/histogram/histogram.h"
 
 namespace revkv::runtime {
 
@@ -141,37 +142,8 @@ void ResetNursery();
 // 4. Statistics and events
 // ---------------------------------------------------------------------------------------------------
 
-// A histogram of durations in nanoseconds: 8 sub-buckets per power of two (relative error under 9%).
-struct HistogramSnapshot {
-  static constexpr int kSubBuckets = 8;
-  static constexpr int kBuckets = 64 * kSubBuckets;
-  std::array<uint64_t, kBuckets> buckets{};
-  uint64_t count = 0;
-  uint64_t sum_nanos = 0;
-  uint64_t max_nanos = 0;
-
-  // The value at quantile q in [0, 1] (upper bound of its bucket, capped at the max seen); 0 if empty.
-  uint64_t Quantile(double q) const;
-  // Number of recorded values <= nanos (exact at bucket bounds; used for Prometheus buckets).
-  uint64_t CountAtOrBelow(uint64_t nanos) const;
-  void Merge(const HistogramSnapshot& other);
-  static int BucketOf(uint64_t nanos);
-  static uint64_t BucketUpperBound(int bucket);
-};
-
-// The live, lock-free form: Record is thread-safe and wait-free; Snapshot is racy but each bucket is
-// exact.
-class LatencyHistogram {
- public:
-  void Record(uint64_t nanos);
-  HistogramSnapshot Snapshot() const;
-
- private:
-  std::array<std::atomic<uint64_t>, HistogramSnapshot::kBuckets> buckets_{};
-  std::atomic<uint64_t> count_{0};
-  std::atomic<uint64_t> sum_{0};
-  std::atomic<uint64_t> max_{0};
-};
+// Pause and time-to-safepoint histograms are runtime::Histogram (runtime/histogram/histogram.h) in
+// nanoseconds, 8 buckets per power of two; their snapshots are HistogramSnapshot.
 
 // What one collection did.
 struct CollectionRecord {

@@ -22,68 +22,6 @@
 
 namespace revkv::runtime {
 
-// ----- histograms -----------------------------------------------------------------------------------
-
-int HistogramSnapshot::BucketOf(uint64_t nanos) {
-  if (nanos < kSubBuckets) return static_cast<int>(nanos);
-  const int msb = 63 - std::countl_zero(nanos);  // >= 3
-  const int shift = msb - 3;                     // log2(kSubBuckets) == 3
-  const int sub = static_cast<int>((nanos >> shift) & (kSubBuckets - 1));
-  return std::min((shift + 1) * kSubBuckets + sub, kBuckets - 1);
-}
-
-uint64_t HistogramSnapshot::BucketUpperBound(int bucket) {
-  if (bucket < kSubBuckets) return static_cast<uint64_t>(bucket);
-  const int shift = bucket / kSubBuckets - 1;
-  const uint64_t sub = static_cast<uint64_t>(bucket % kSubBuckets);
-  return ((kSubBuckets + sub + 1) << shift) - 1;
-}
-
-uint64_t HistogramSnapshot::Quantile(double q) const {
-  uint64_t total = 0;
-  for (uint64_t b : buckets) total += b;
-  if (total == 0) return 0;
-  const auto rank = static_cast<uint64_t>(std::clamp(q, 0.0, 1.0) * static_cast<double>(total - 1)) + 1;
-  uint64_t seen = 0;
-  for (int i = 0; i < kBuckets; ++i) {
-    seen += buckets[i];
-    if (seen >= rank) return std::min(BucketUpperBound(i), max_nanos);
-  }
-  return max_nanos;
-}
-
-uint64_t HistogramSnapshot::CountAtOrBelow(uint64_t nanos) const {
-  uint64_t n = 0;
-  for (int i = 0; i < kBuckets && BucketUpperBound(i) <= nanos; ++i) n += buckets[i];
-  return n;
-}
-
-void HistogramSnapshot::Merge(const HistogramSnapshot& other) {
-  for (int i = 0; i < kBuckets; ++i) buckets[i] += other.buckets[i];
-  count += other.count;
-  sum_nanos += other.sum_nanos;
-  max_nanos = std::max(max_nanos, other.max_nanos);
-}
-
-void LatencyHistogram::Record(uint64_t nanos) {
-  buckets_[HistogramSnapshot::BucketOf(nanos)].fetch_add(1, std::memory_order_relaxed);
-  count_.fetch_add(1, std::memory_order_relaxed);
-  sum_.fetch_add(nanos, std::memory_order_relaxed);
-  uint64_t seen = max_.load(std::memory_order_relaxed);
-  while (nanos > seen && !max_.compare_exchange_weak(seen, nanos, std::memory_order_relaxed)) {
-  }
-}
-
-HistogramSnapshot LatencyHistogram::Snapshot() const {
-  HistogramSnapshot s;
-  for (int i = 0; i < HistogramSnapshot::kBuckets; ++i)
-    s.buckets[i] = buckets_[i].load(std::memory_order_relaxed);
-  s.count = count_.load(std::memory_order_relaxed);
-  s.sum_nanos = sum_.load(std::memory_order_relaxed);
-  s.max_nanos = max_.load(std::memory_order_relaxed);
-  return s;
-}
-
 // ----- cumulative statistics ------------------------------------------------------------------------
 
 namespace {
@@ -94,7 +32,7 @@ struct alignas(64) LocalShard {
   std::atomic<uint64_t> collections{0};
   std::atomic<uint64_t> pause_nanos{0};
   std::atomic<uint64_t> bytes_promoted{0};
-  LatencyHistogram pauses;
+  Histogram pauses;
 };
 
 struct Cumulative {
@@ -108,8 +46,8 @@ struct Cumulative {
   std::atomic<uint64_t> allocation_failures{0};
   std::atomic<uint64_t> safepoints{0};
   std::atomic<uint64_t> late_safepoints{0};
-  std::array<LatencyHistogram, kCollectionKinds> pauses;
-  LatencyHistogram time_to_safepoint;
+  std::array<Histogram, kCollectionKinds> pauses;
+  Histogram time_to_safepoint;
   std::array<LocalShard, kLocalShards> local;
 
   std::mutex recent_mu;

@@ -67,8 +67,8 @@ struct alignas(64) TxCounters {
   std::atomic<uint64_t> inevitable_wait_nanos{0};
   std::atomic<uint64_t> chains_compressed{0};
   std::atomic<uint64_t> auto_localizations{0};
-  LatencyHistogram read_set_sizes;
-  LatencyHistogram write_set_sizes;
+  Histogram read_set_sizes;
+  Histogram write_set_sizes;
 };
 
 struct TxDescriptor {
@@ -95,7 +95,7 @@ struct TxDescriptor {
   TxMode mode = TxMode::kNone;
   uint16_t thread_index;
   uint32_t rarely_counter = 0;
-  bool doomed = false;            // a collection found the read set outdated
+  bool doomed = false;  // a collection found the read set outdated
   // The attempt has written (a write barrier), or registered an object to publish or a commit action:
   // it will commit as a writer, so it may also compress chains (PossiblyUpdateChain). Until then it may
   // turn out read-only, and a read-only transaction writes no shared memory (DESIGN 2.3).

@@ -403,7 +403,7 @@ struct StmStatistics {
   uint64_t chains_compressed = 0;  // PossiblyUpdateChain: header links and container fields redirected
   uint64_t auto_localizations = 0;
   uint64_t revisions_superseded = 0;
-  HistogramSnapshot read_set_sizes;  // "nanos" fields hold counts
+  HistogramSnapshot read_set_sizes;  // values are counts of entries
   HistogramSnapshot write_set_sizes;
   uint64_t live_snapshots = 0;
   uint64_t oldest_snapshot_age_nanos = 0;

@@ -7,6 +7,8 @@
 // across settings run; (7) the IDs are derived.
 #include "server/config/config.h"
 
+#include <unistd.h>
+
 #include <CLI/CLI.hpp>
 #include <cstdio>
 #include <cstdlib>
@@ -15,13 +17,14 @@
 #include <iostream>
 #include <thread>
 
+#include "absl/strings/str_split.h"
 #include "fmt/format.h"
 #include "server/config/config_file.h"
+#include "server/config/etcd_flags.h"
 #include "server/config/settings.h"
+#include "server/config/version.h"
 
-#ifndef REVKV_VERSION
-#define REVKV_VERSION "unknown"
-#endif
+extern char** environ;  // NOLINT: POSIX
 
 namespace revkv::server {
 namespace {
@@ -39,13 +42,15 @@ uint64_t Fnv1a(uint64_t hash, std::string_view bytes) {
   return hash;
 }
 
-std::string VersionText() { return fmt::format("{} {}", kProgram, REVKV_VERSION); }
+std::string VersionText() { return fmt::format("{} {}", kProgram, kServerVersion); }
 
 // What CLI11 captured: one string per setting (or a bool for flags) and whether it was given.
 struct CapturedFlags {
   std::deque<std::string> text;  // deque: CLI11 keeps pointers to the elements
   std::deque<bool> flag;
-  std::vector<CLI::Option*> options;  // parallel to config::Settings()
+  std::vector<CLI::Option*> options;       // parallel to config::Settings()
+  std::deque<std::string> etcd_text;       // parallel to config::EtcdFlags()
+  std::vector<CLI::Option*> etcd_options;  // parallel to config::EtcdFlags()
   std::string config_file;
   bool repair_wal = false;
   std::string restore_snapshot;
@@ -55,13 +60,15 @@ struct CapturedFlags {
 void DeclareFlags(CLI::App& app, CapturedFlags& captured) {
   app.description(
       "revkv-server: an in-memory key-value server speaking etcd's v3 gRPC API.\n"
-      "Settings come from built-in defaults, then the TOML file given by --config, then these flags\n"
-      "(later sources win).");
+      "Settings come from built-in defaults, then the TOML file given by --config, then the environment\n"
+      "(ETCD_<NAME> for etcd's names, then REVKV_<NAME> for every flag, e.g. REVKV_MAX_HEAP=4GiB), then\n"
+      "these flags (later sources win).");
   app.footer(
       "Sizes are bytes or a number with a unit: B, KiB, MiB, GiB, TiB (or KB, MB, GB, TB for powers of\n"
       "1000), e.g. 64MiB, 1.5GiB, 1572864. Durations take a unit: ns, us, ms, s, m, h, e.g. 10ms, 5s, "
       "1m30s.\n"
-      "In the TOML file, keys are the flag names with '_' for '-' (fsync_interval = \"10ms\").\n"
+      "In the TOML file, keys are the flag names with '_' for '-' (fsync_interval = \"10ms\"); in the\n"
+      "environment, REVKV_ and the flag name in capitals with '_' for '-' (REVKV_FSYNC_INTERVAL=10ms).\n"
       "See docs/configuration.md.");
   app.get_formatter()->column_width(34);
   app.option_defaults()->multi_option_policy(CLI::MultiOptionPolicy::TakeLast);  // the last one given wins
@@ -96,6 +103,71 @@ void DeclareFlags(CLI::App& app, CapturedFlags& captured) {
     option->group(setting.group);
     captured.options.push_back(option);
   }
+  for (const config::EtcdFlag& etcd : config::EtcdFlags()) {
+    captured.etcd_text.emplace_back();
+    captured.etcd_options.push_back(
+        app.add_option("--" + etcd.flag, captured.etcd_text.back(), etcd.help)
+            ->type_name(etcd.type_name)
+            ->group(
+                "etcd's flag names (--name, --data-dir, --max-txn-ops, --max-request-bytes and the TLS flags "
+                "are spelt as etcd spells them)"));
+  }
+}
+
+std::string SpellFlag(std::string_view flag) { return fmt::format("--{}", flag); }
+
+// Applies `text` to `setting`, recording it as given; InvalidArgument prefixed with `source`.
+absl::Status ApplySetting(const config::Setting& setting, const std::string& text, std::string_view source,
+                          ServerConfig& config) {
+  if (absl::Status status = setting.set(text, config); !status.ok()) {
+    return absl::InvalidArgumentError(fmt::format("{}: {}", source, std::string(status.message())));
+  }
+  config::RememberAsGiven(setting, text, config);
+  return absl::OkStatus();
+}
+
+// The environment's part (see config/etcd_flags.h): ETCD_* (etcd's converted flags, and the settings
+// etcd spells the same), then REVKV_* for every setting. Adds a warning for each ETCD_ or REVKV_
+// variable that names nothing revkv has.
+absl::Status ApplyEnvironment(const std::map<std::string, std::string>& env, ServerConfig& config,
+                              std::vector<std::string>& warnings) {
+  std::set<std::string> used;
+  std::map<std::string, std::string> etcd_values;
+  std::map<std::string, std::string> etcd_spelling;
+  for (const config::EtcdFlag& etcd : config::EtcdFlags()) {
+    const std::string name = config::EnvName("ETCD_", etcd.flag);
+    if (auto it = env.find(name); it != env.end()) {
+      etcd_values[etcd.flag] = it->second;
+      etcd_spelling[etcd.flag] = name;
+      used.insert(name);
+    }
+  }
+  if (absl::Status s = config::ApplyEtcdValues(
+          etcd_values, [&](std::string_view flag) { return etcd_spelling[std::string(flag)]; }, config);
+      !s.ok()) {
+    return s;
+  }
+  for (const char* prefix : {"ETCD_", "REVKV_"}) {
+    for (const config::Setting& setting : config::Settings()) {
+      if (std::string_view(prefix) == "ETCD_" && !config::IsEtcdName(setting.flag)) continue;
+      const std::string name = config::EnvName(prefix, setting.flag);
+      auto it = env.find(name);
+      if (it == env.end()) continue;
+      used.insert(name);
+      if (absl::Status s = ApplySetting(setting, it->second, name, config); !s.ok()) return s;
+    }
+  }
+  for (const auto& [name, value] : env) {
+    if ((name.starts_with("ETCD_") || name.starts_with("REVKV_")) && used.count(name) == 0 &&
+        !name.starts_with("ETCDCTL_")) {
+      warnings.push_back(
+          fmt::format("{} is set but is not a revkv setting: ignored (revkv reads ETCD_<NAME> for etcd's "
+                      "flags it accepts "
+                      "and REVKV_<NAME> for each of its flags: see revkv-server --help)",
+                      name));
+    }
+  }
+  return absl::OkStatus();
 }
 
 }  // namespace
@@ -151,10 +223,26 @@ uint64_t DeriveClusterId(std::vector<uint64_t> member_ids) {
   return hash == 0 ? 1 : hash;
 }
 
+std::string DeriveAdvertiseUrl(const ServerConfig& config) {
+  const std::string scheme = config.tls.enabled() ? "https://" : "http://";
+  const size_t colon = config.listen.rfind(':');
+  std::string host = config.listen.substr(0, colon);
+  if (host == "0.0.0.0" || host == "[::]") {
+    char name[256] = {};
+    host = gethostname(name, sizeof(name) - 1) == 0 && name[0] != '\0' ? std::string(name) : "localhost";
+  }
+  return scheme + host + config.listen.substr(colon);
+}
+
+std::vector<std::string> ServerConfig::AdvertisedClientUrls() const {
+  return absl::StrSplit(advertise_client_urls, ',', absl::SkipWhitespace());
+}
+
 std::string ServerConfig::Describe() const {
   std::string out;
   for (const config::Setting& setting : config::Settings()) {
-    std::string value = setting.get(*this);
+    const auto given = as_given.find(setting.flag);
+    std::string value = given != as_given.end() ? given->second : setting.get(*this);
     if (value.empty()) value = setting.flag == "metrics-listen" ? "(disabled)" : "(none)";
     out += fmt::format("{:<20} {}\n", setting.flag, value);
   }
@@ -172,7 +260,8 @@ std::string HelpText() {
   return app.help();
 }
 
-absl::StatusOr<CommandLine> ParseCommandLine(const std::vector<std::string>& args) {
+absl::StatusOr<CommandLine> ParseCommandLine(const std::vector<std::string>& args,
+                                             const std::map<std::string, std::string>& env) {
   CLI::App app{"", kProgram};
   CapturedFlags captured;
   DeclareFlags(app, captured);
@@ -217,6 +306,21 @@ absl::StatusOr<CommandLine> ParseCommandLine(const std::vector<std::string>& arg
   if (config.repair_wal && !config.restore_snapshot.empty()) {
     return absl::InvalidArgumentError("--repair-wal and --restore-snapshot are separate actions: give one");
   }
+  if (absl::Status status = ApplyEnvironment(env, config, result.warnings); !status.ok()) return status;
+
+  // The command line: etcd's flags first, then revkv's; one setting may not be given under both names.
+  std::map<std::string, std::string> etcd_values;
+  std::map<std::string, std::string> set_by_etcd_flag;  // revkv setting -> the etcd flag given for it
+  const std::vector<config::EtcdFlag>& etcd_flags = config::EtcdFlags();
+  for (size_t i = 0; i < etcd_flags.size(); ++i) {
+    if (captured.etcd_options[i]->count() == 0) continue;
+    etcd_values[etcd_flags[i].flag] = captured.etcd_text[i];
+    const std::vector<std::string> targets = absl::StrSplit(etcd_flags[i].sets, ", ");
+    for (const std::string& target : targets) {
+      set_by_etcd_flag[target] = etcd_flags[i].flag;
+    }
+  }
+  if (absl::Status s = config::ApplyEtcdValues(etcd_values, SpellFlag, config); !s.ok()) return s;
   size_t text_index = 0, flag_index = 0;
   const std::vector<config::Setting>& settings = config::Settings();
   for (size_t i = 0; i < settings.size(); ++i) {
@@ -224,31 +328,43 @@ absl::StatusOr<CommandLine> ParseCommandLine(const std::vector<std::string>& arg
     const bool is_flag = setting.kind == config::ValueKind::kBool;
     const std::string value =
         is_flag ? (captured.flag[flag_index++] ? "true" : "false") : captured.text[text_index++];
-    if (captured.options[i]->count() == 0) continue;  // not given: the file's value or the default stays
-    if (absl::Status status = setting.set(value, config); !status.ok()) {
-      return absl::InvalidArgumentError(fmt::format("--{}: {}", setting.flag, std::string(status.message())));
+    if (captured.options[i]->count() == 0) continue;  // not given: an earlier source's value stays
+    if (auto both = set_by_etcd_flag.find(setting.flag); both != set_by_etcd_flag.end()) {
+      return absl::InvalidArgumentError(fmt::format("--{} and --{} both set {}: give one of them",
+                                                    setting.flag, both->second, setting.flag));
     }
+    if (absl::Status s = ApplySetting(setting, value, SpellFlag(setting.flag), config); !s.ok()) return s;
   }
   if (config.workers == 0) {
     config.workers = static_cast<int>(std::max(1u, std::thread::hardware_concurrency()));
   }
   if (absl::Status status = config::ValidateConfig(config); !status.ok()) return status;
+  if (config.advertise_client_urls.empty()) {
+    config.advertise_client_urls = DeriveAdvertiseUrl(config);
+    config.advertise_derived = true;
+  }
   config.member_id = DeriveMemberId(config.name, config.data_dir);
   config.cluster_id = DeriveClusterId({config.member_id});
   return result;
 }
 
-absl::StatusOr<ServerConfig> ParseConfig(int argc, char** argv) {
+absl::StatusOr<CommandLine> ParseConfig(int argc, char** argv) {
   std::vector<std::string> args;
   for (int i = 1; i < argc; ++i) args.emplace_back(argv[i]);
-  absl::StatusOr<CommandLine> parsed = ParseCommandLine(args);
+  std::map<std::string, std::string> env;
+  for (char** e = environ; *e != nullptr; ++e) {
+    const std::string entry(*e);
+    const size_t equals = entry.find('=');
+    if (equals != std::string::npos) env[entry.substr(0, equals)] = entry.substr(equals + 1);
+  }
+  absl::StatusOr<CommandLine> parsed = ParseCommandLine(args, env);
   if (!parsed.ok()) return parsed.status();
   if (parsed->exit_text) {
     std::fputs(parsed->exit_text->c_str(), stdout);
     std::fflush(stdout);
     std::exit(0);  // NOLINT(concurrency-mt-unsafe): main's thread, before any other thread exists
   }
-  return std::move(parsed->config);
+  return parsed;
 }
 
 }  // namespace revkv::server

@@ -1,7 +1,9 @@
 // revkv server — configuration (public header).
 //
-// Every setting has a built-in default, may be set in a TOML file named by --config, and may be set by a
-// command-line flag; later sources win: defaults < file < flags. The TOML keys are the flag names with
+// Every setting has a built-in default, may be set in a TOML file named by --config, by an environment
+// variable (REVKV_<NAME>; ETCD_<NAME> for etcd's names) and by a command-line flag (revkv's name or, for
+// some, etcd's); later sources win: defaults < file < ETCD_* < REVKV_* < flags. The TOML keys are the flag
+// names with
 // '-' replaced by '_', at the top level of the file (flat: no tables). docs/configuration.md lists every
 // setting; deploy/revkv.toml is the file packaging installs.
 //
@@ -10,12 +12,13 @@
 // compound: "10ms", "5s", "1m30s"; "0" is zero.
 //
 // Typical use in main:
-//   absl::StatusOr<ServerConfig> config = ParseConfig(argc, argv);   // --help/--version exit(0) here
+//   absl::StatusOr<CommandLine> config = ParseConfig(argc, argv);   // --help/--version exit(0) here
 //   if (!config.ok()) { std::cerr << "revkv-server: " << config.status().message() << "\n"; return 2; }
 //   spdlog::info("starting with\n{}", config->Describe());
 #pragma once
 
 #include <cstdint>
+#include <map>
 #include <optional>
 #include <string>
 #include <string_view>
@@ -52,7 +55,12 @@ struct ServerConfig {
   uint64_t cluster_id = 0;       // derived: DeriveClusterId({member_id})
 
   // Network
-  std::string listen = "127.0.0.1:2379";          // gRPC, host:port
+  std::string listen = "127.0.0.1:2379";  // gRPC, host:port
+  std::string listen_scheme;              // "http" or "https" if etcd's --listen-client-urls gave it
+  // The URLs MemberList reports, comma-separated. After parsing never empty: when not given it is
+  // derived from `listen` (the host's name for a wildcard address) and advertise_derived is set.
+  std::string advertise_client_urls;
+  bool advertise_derived = false;
   std::string metrics_listen = "127.0.0.1:2381";  // ops HTTP (/metrics, /healthz, /debug/gc); "" = off
   int workers = 0;                                // gRPC worker threads; after parsing >= 1
 
@@ -102,6 +110,9 @@ struct ServerConfig {
   LogFormat log_format = LogFormat::kText;
 
   std::string config_file;  // the TOML file the settings were read from; "" when none
+  // Sizes and durations as the operator wrote them (flag -> text, e.g. "max-heap" -> "1TB"), so that
+  // Describe() echoes a value in the unit it was given in rather than in one the formatter picks.
+  std::map<std::string, std::string, std::less<>> as_given;
   bool repair_wal = false;  // --repair-wal (command line only): repair the log in data_dir and exit
   // --restore-snapshot FILE (command line only): restore the snapshot into data_dir and exit; "" = none.
   std::string restore_snapshot;
@@ -113,6 +124,9 @@ struct ServerConfig {
     return quota_backend_bytes;
   }
 
+  // advertise_client_urls, split.
+  std::vector<std::string> AdvertisedClientUrls() const;
+
   // One line per setting, "name: value", for the startup log. Secrets are never part of the config
   // (TLS settings are file paths), so everything is shown.
   std::string Describe() const;
@@ -122,16 +136,24 @@ struct ServerConfig {
 struct CommandLine {
   ServerConfig config;
   std::optional<std::string> exit_text;  // set for --help and --version: print it to stdout, exit 0
+  std::vector<std::string> warnings;     // for the log: environment variables that name no setting
 };
 
-// Parses `args` (without the program name): the file named by --config, then the flags. Returns
-// InvalidArgument naming the flag or TOML key and the accepted values on any bad input (unknown
-// flag or key, bad value, inconsistent settings). Reads the config file; does not exit or print.
-absl::StatusOr<CommandLine> ParseCommandLine(const std::vector<std::string>& args);
+// Parses `args` (without the program name) and `env` (the environment: name -> value): the file named
+// by --config, then ETCD_* and REVKV_* variables, then the flags (server/config/etcd_flags.h). Returns
+// InvalidArgument naming the flag, variable or TOML key and the accepted values on any bad input
+// (unknown flag or key, bad value, inconsistent settings). Reads the config file; does not exit or print.
+absl::StatusOr<CommandLine> ParseCommandLine(const std::vector<std::string>& args,
+                                             const std::map<std::string, std::string>& env = {});
 
-// For main: as ParseCommandLine over argv[1..argc); on --help or --version prints the text to stdout
-// and calls std::exit(0). Errors are returned for main to print and exit non-zero (2 by convention).
-absl::StatusOr<ServerConfig> ParseConfig(int argc, char** argv);
+// For main: as ParseCommandLine over argv[1..argc) and the process's environment; on --help or
+// --version prints the text to stdout and calls std::exit(0). Errors are returned for main to print
+// and exit non-zero (2 by convention).
+absl::StatusOr<CommandLine> ParseConfig(int argc, char** argv);
+
+// The URL MemberList advertises when none is configured: http:// (https:// with TLS) and `listen`, with
+// the host's name in place of a wildcard address (0.0.0.0, [::]), which clients cannot connect to.
+std::string DeriveAdvertiseUrl(const ServerConfig& config);
 
 // The --help text (also what --help prints).
 std::string HelpText();

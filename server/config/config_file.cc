@@ -6,6 +6,8 @@
 #include <cerrno>
 #include <filesystem>
 #include <fstream>
+#include <optional>
+#include <regex>
 #include <system_error>
 
 #include "fmt/format.h"
@@ -74,6 +76,37 @@ std::optional<std::string> ValueText(const toml::node& node, ValueKind kind) {
   return std::nullopt;
 }
 
+// Line `line` (1-based) of `text`, or "" past its end.
+std::string_view LineOf(std::string_view text, int line) {
+  for (int i = 1; i < line; ++i) {
+    const size_t newline = text.find('\n');
+    if (newline == std::string_view::npos) return "";
+    text.remove_prefix(newline + 1);
+  }
+  return text.substr(0, text.find('\n'));
+}
+
+// When the line TOML could not parse is `key = value` with a value that is not quoted, a number or a
+// boolean (an address such as 127.0.0.1:2379, a size such as 64MiB), toml++ reports what it tried to
+// read it as ("a time", "a date"), which helps nobody. This says what to write instead.
+std::optional<std::string> UnquotedValueHint(std::string_view text, int line) {
+  static const std::regex kAssignment(R"(^\s*([A-Za-z0-9_-]+)\s*=\s*([^"'\[{\s#][^#]*?)\s*(#.*)?\r?$)");
+  const std::string content(LineOf(text, line));
+  std::smatch m;
+  if (!std::regex_match(content, m, kAssignment)) return std::nullopt;
+  const std::string key = m[1].str();
+  const std::string value = m[2].str();
+  static const std::regex kNumberOrBool(R"(^([+-]?[0-9_]+(\.[0-9_]+)?([eE][+-]?[0-9]+)?|true|false)$)");
+  if (std::regex_match(value, kNumberOrBool)) return std::nullopt;
+  std::string why = "strings must be quoted in TOML";
+  if (const Setting* setting = FindByTomlKey(key); setting != nullptr && setting->kind == ValueKind::kSize) {
+    why = "a size with a unit is a string and must be quoted in TOML";
+  } else if (setting != nullptr && setting->kind == ValueKind::kDuration) {
+    why = "a duration is a string and must be quoted in TOML";
+  }
+  return fmt::format("the value of '{}' is not quoted ({}): write {} = \"{}\"", key, why, key, value);
+}
+
 }  // namespace
 
 absl::Status ApplyConfigFile(const std::string& path, ServerConfig& config) {
@@ -91,8 +124,12 @@ absl::Status ApplyConfigFile(const std::string& path, ServerConfig& config) {
   try {
     table = toml::parse(text, path);
   } catch (const toml::parse_error& e) {
-    return absl::InvalidArgumentError(fmt::format("config file {}:{}:{}: {}", path, e.source().begin.line,
-                                                  e.source().begin.column, e.description()));
+    const int line = static_cast<int>(e.source().begin.line);
+    if (std::optional<std::string> hint = UnquotedValueHint(text, line)) {
+      return absl::InvalidArgumentError(fmt::format("config file {}:{}: {}", path, line, *hint));
+    }
+    return absl::InvalidArgumentError(
+        fmt::format("config file {}:{}:{}: {}", path, line, e.source().begin.column, e.description()));
   }
 
   for (auto&& [key, node] : table) {
@@ -119,6 +156,7 @@ absl::Status ApplyConfigFile(const std::string& path, ServerConfig& config) {
       return absl::InvalidArgumentError(
           fmt::format("config file {}:{}: key '{}': {}", path, line, name, std::string(status.message())));
     }
+    RememberAsGiven(*setting, *value, config);
   }
   return absl::OkStatus();
 }

@@ -9,6 +9,7 @@
 #include <utility>
 
 #include "fmt/format.h"
+#include "server/config/etcd_flags.h"
 #include "server/config/units.h"
 
 namespace revkv::server::config {
@@ -176,6 +177,12 @@ std::vector<Setting> BuildSettings() {
                           "gRPC address for clients (etcd's client port, so etcdctl needs no flags). "
                           "0.0.0.0:2379 listens on every interface; port 0 picks a free port",
                           &ServerConfig::listen, CheckListen));
+  Setting advertise = TextSetting(
+      "advertise-client-urls", "Network", "URLS",
+      "Client URLs MemberList reports (etcd's flag), comma-separated: http://HOST:PORT, https:// with TLS",
+      &ServerConfig::advertise_client_urls, CheckClientUrls);
+  advertise.default_text = "from --listen, with the host's name for 0.0.0.0";
+  s.push_back(std::move(advertise));
   s.push_back(TextSetting("metrics-listen", "Network", "HOST:PORT",
                           "Ops HTTP address serving /metrics (Prometheus), /healthz and /debug/gc; empty "
                           "disables it",
@@ -358,6 +365,17 @@ std::string Setting::TomlKey() const {
   return key;
 }
 
+void RememberAsGiven(const Setting& setting, std::string_view text, ServerConfig& config) {
+  if (setting.kind == ValueKind::kSize || setting.kind == ValueKind::kDuration) {
+    std::string trimmed(text);
+    while (!trimmed.empty() && std::isspace(static_cast<unsigned char>(trimmed.back()))) trimmed.pop_back();
+    while (!trimmed.empty() && std::isspace(static_cast<unsigned char>(trimmed.front()))) trimmed.erase(0, 1);
+    config.as_given[setting.flag] = trimmed;
+  } else {
+    config.as_given.erase(setting.flag);
+  }
+}
+
 const std::vector<Setting>& Settings() {
   static const std::vector<Setting>* const kSettings = new std::vector<Setting>(BuildSettings());
   return *kSettings;
@@ -412,6 +430,15 @@ absl::Status ValidateAddress(std::string_view address) {
 
 absl::Status ValidateConfig(const ServerConfig& config) {
   const TlsConfig& tls = config.tls;
+  if (config.listen_scheme == "https" && !tls.enabled()) {
+    return absl::InvalidArgumentError(
+        "--listen-client-urls names an https:// URL: set --cert-file and --key-file too, or use http://");
+  }
+  if (config.listen_scheme == "http" && tls.enabled()) {
+    return absl::InvalidArgumentError(
+        "--listen-client-urls names an http:// URL, but the TLS flags make the gRPC port speak TLS only: use "
+        "https://");
+  }
   if (tls.cert_file.empty() != tls.key_file.empty()) {
     return absl::InvalidArgumentError(
         tls.cert_file.empty() ? "--key-file is set but --cert-file is not: TLS needs both, or neither"

@@ -38,6 +38,10 @@ struct Setting {
   std::string TomlKey() const;
 };
 
+// Records `text`, just accepted by setting.set, in config.as_given if the setting is a size or a
+// duration (whose formatted value may differ from what was written); forgets an earlier one otherwise.
+void RememberAsGiven(const Setting& setting, std::string_view text, ServerConfig& config);
+
 // Every setting, in the order --help and Describe() show them.
 const std::vector<Setting>& Settings();
 

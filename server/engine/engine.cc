@@ -6,6 +6,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <cerrno>
 #include <cstring>
 #include <filesystem>
@@ -21,6 +22,7 @@
 #include "server/engine/snapshot_file.h"
 #include "server/engine/state_copy.h"
 #include "server/store/errors.h"
+#include "server/wal/wal_format.h"
 #include "spdlog/spdlog.h"
 
 namespace revkv::server {
@@ -55,18 +57,115 @@ absl::Status MakeDurableDirectories(FileSystem* fs, const std::string& dir,
   return fs->SyncDirectory(dir);
 }
 
-// Takes an exclusive lock on <dir>/LOCK, held until the descriptor is closed.
-absl::StatusOr<int> LockDirectory(const std::string& dir) {
+// What <dir>/LOCK says about its holder: "pid 1234 (revkv-server, member 'default')", or "" when it says
+// nothing (written by an older revkv, or the holder is still writing it).
+std::string DescribeLockHolder(int fd) {
+  char buffer[512];
+  const ssize_t n = pread(fd, buffer, sizeof(buffer) - 1, 0);
+  if (n <= 0) return "";
+  std::string text(buffer, static_cast<size_t>(n));
+  while (!text.empty() && (text.back() == '\n' || text.back() == '\0')) text.pop_back();
+  const size_t space = text.find(' ');
+  const std::string pid = text.substr(0, space);
+  if (pid.empty() || pid.find_first_not_of("0123456789") != std::string::npos) return "";
+  return space == std::string::npos ? absl::StrCat("pid ", pid)
+                                    : absl::StrCat("pid ", pid, " (", text.substr(space + 1), ")");
+}
+
+// Takes an exclusive lock on <dir>/LOCK, held until the descriptor is closed, and writes "<pid> <owner>"
+// into it. FailedPrecondition naming the holder if another process has it.
+absl::StatusOr<int> LockDirectory(const std::string& dir, const std::string& owner) {
   const std::string path = JoinPath(dir, "LOCK");
+  // Never O_TRUNC: the file is the holder's until the lock is ours.
   const int fd = open(path.c_str(), O_RDWR | O_CREAT | O_CLOEXEC, 0640);
   if (fd < 0) return absl::InternalError(absl::StrCat("cannot open ", path, ": ", std::strerror(errno)));
   if (flock(fd, LOCK_EX | LOCK_NB) != 0) {
+    const std::string holder = DescribeLockHolder(fd);
     close(fd);
     return absl::FailedPreconditionError(
-        absl::StrCat("data directory ", dir, " is in use by another revkv process (", path, " is locked)"));
+        absl::StrCat("data directory ", dir, " is in use by another process: ", path, " is held by ",
+                     holder.empty() ? std::string("another revkv process") : holder,
+                     "; stop that process or choose another data directory"));
+  }
+  const std::string content = absl::StrCat(getpid(), " ", owner, "\n");
+  // Best effort: the flock is what excludes; the text only names the holder in the message above.
+  if (ftruncate(fd, 0) != 0 || pwrite(fd, content.data(), content.size(), 0) < 0) {
+    spdlog::warn("cannot write the holder into {}: {}", path, std::strerror(errno));
   }
   return fd;
 }
+
+// The file name of `path` ("checkpoint-...ckpt" of ".../checkpoints/checkpoint-...ckpt").
+std::string BaseName(const std::string& path) {
+  const size_t slash = path.rfind('/');
+  return slash == std::string::npos ? path : path.substr(slash + 1);
+}
+
+// Turns the records replayed into RecoveryProgress figures: which segment, and about how many bytes of
+// the segments to replay are behind. Segments are named by their first revision, so the segment of a
+// record is found from its revision; the bytes within a segment are estimated from the records' sizes
+// (header and payload), which is exact up to the segment's own header.
+class LogReplayMeter {
+ public:
+  // Lists the segments of `wal_dir` that can hold records after `after` (a listing error only leaves
+  // the figures at zero: recovery itself reports it).
+  LogReplayMeter(FileSystem* fs, const std::string& wal_dir, int64_t after, RecoveryProgress* progress)
+      : progress_(progress) {
+    if (progress_ == nullptr) return;
+    absl::StatusOr<std::vector<std::string>> names = fs->ListDirectory(wal_dir);
+    std::vector<std::pair<int64_t, std::string>> all;
+    if (names.ok()) {
+      for (const std::string& name : *names) {
+        if (std::optional<int64_t> first = wal_format::ParseSegmentFileName(name))
+          all.emplace_back(*first, name);
+      }
+    }
+    std::sort(all.begin(), all.end());
+    // The segment holding after + 1 is the last one whose first revision is at most after + 1.
+    size_t from = 0;
+    for (size_t i = 0; i < all.size(); ++i) {
+      if (all[i].first <= after + 1) from = i;
+    }
+    uint64_t total = 0;
+    for (size_t i = from; i < all.size(); ++i) {
+      uint64_t size = 0;
+      if (absl::StatusOr<std::unique_ptr<ReadableFile>> file =
+              fs->OpenReadable(JoinPath(wal_dir, all[i].second));
+          file.ok()) {
+        size = (*file)->Size().value_or(0);
+      }
+      segments_.push_back(Segment{all[i].first, total, size});
+      total += size;
+    }
+    progress_->StartLog(segments_.size(), total);
+  }
+
+  // A record of `revision` with `payload_bytes` was read.
+  void Replayed(int64_t revision, size_t payload_bytes) {
+    if (progress_ == nullptr || segments_.empty()) return;
+    while (current_ + 1 < segments_.size() && segments_[current_ + 1].first_revision <= revision) {
+      ++current_;
+      in_segment_ = wal_format::kSegmentHeaderBytes;
+    }
+    const Segment& segment = segments_[current_];
+    in_segment_ = std::min(segment.bytes, in_segment_ + wal_format::kRecordHeaderBytes + payload_bytes);
+    if (++records_ % 256 == 0 || in_segment_ == segment.bytes) {  // every figure costs a few stores
+      progress_->LogReplayed(current_ + 1, segment.bytes_before + in_segment_, revision);
+    }
+  }
+
+ private:
+  struct Segment {
+    int64_t first_revision;
+    uint64_t bytes_before;  // of the segments before it (to replay)
+    uint64_t bytes;
+  };
+  RecoveryProgress* const progress_;
+  std::vector<Segment> segments_;
+  size_t current_ = 0;
+  uint64_t in_segment_ = wal_format::kSegmentHeaderBytes;
+  uint64_t records_ = 0;
+};
 
 }  // namespace
 
@@ -81,7 +180,7 @@ Engine::Engine(const EngineOptions& options, FileSystem* fs, int lock_fd)
 absl::StatusOr<std::unique_ptr<Engine>> Engine::Open(const EngineOptions& options, RecoveryReport* report) {
   FileSystem* fs = options.file_system != nullptr ? options.file_system : DefaultFileSystem();
   if (absl::Status s = MakeDirectory(options.data_dir); !s.ok()) return s;
-  absl::StatusOr<int> lock = LockDirectory(options.data_dir);
+  absl::StatusOr<int> lock = LockDirectory(options.data_dir, options.lock_owner);
   if (!lock.ok()) return lock.status();
   std::unique_ptr<Engine> engine(new Engine(options, fs, *lock));
   if (absl::Status s = MakeDurableDirectories(fs, options.data_dir, {"wal", "checkpoints"}); !s.ok()) {
@@ -146,15 +245,22 @@ absl::Status Engine::LoadCheckpoint(CheckpointLoadResult* result, bool remove_te
       return store_->LoadState(r.kind, r.bytes);
     };
     const CheckpointStateVisitor state_visitor = on_state;
+    uint64_t entries_loaded = 0;
     absl::StatusOr<CheckpointInfo> loaded = revkv::server::LoadCheckpoint(
         fs_, file.path, file.revision,
         [&](const CheckpointEntry& e) -> absl::Status {
           batch.push_back(StoredKeyValue{std::string(e.key), std::string(e.value), e.create_revision,
                                          e.mod_revision, e.version, e.lease});
-          return batch.size() >= 4096 ? flush() : absl::OkStatus();
+          if (batch.size() < 4096) return absl::OkStatus();
+          entries_loaded += batch.size();
+          if (options_.progress != nullptr) options_.progress->CheckpointLoaded(entries_loaded);
+          return flush();
         },
         [&](const CheckpointInfo& info) {
           base = info.base_revision;
+          if (options_.progress != nullptr) {
+            options_.progress->StartCheckpoint(BaseName(file.path), info.entry_count);
+          }
           return absl::OkStatus();
         },
         &lease_visitor, &state_visitor);
@@ -215,6 +321,7 @@ absl::Status Engine::Recover(RecoveryReport* report) {
   }
 
   // 2. The log after it, replayed record by record; 3. the log attached for new writes.
+  LogReplayMeter meter(fs_, wal_dir_, after, options_.progress);
   WalOptions wal_options;
   wal_options.dir = wal_dir_;
   wal_options.file_system = fs_;
@@ -228,6 +335,7 @@ absl::Status Engine::Recover(RecoveryReport* report) {
           return absl::DataLossError(
               absl::StrCat("log record of revision ", revision, " follows revision ", store_->Revision()));
         }
+        meter.Replayed(revision, payload.size());
         return store_->Replay(revision, payload);
       },
       &report->wal, durable_through);
@@ -265,6 +373,7 @@ absl::Status Engine::Recover(RecoveryReport* report) {
                                               "refusing to start with less than was acknowledged"));
     }
   }
+  if (options_.progress != nullptr) options_.progress->Finishing(store_->Revision());
   // 4. The last compaction (etcd keeps it across a restart).
   if (absl::Status s = store_->RestoreCompaction(*compacted); !s.ok()) {
     return absl::DataLossError(
@@ -509,7 +618,7 @@ Engine::~Engine() {
 
 absl::StatusOr<WalRepairReport> RepairLog(const EngineOptions& options) {
   if (absl::Status s = MakeDirectory(options.data_dir); !s.ok()) return s;
-  absl::StatusOr<int> lock = LockDirectory(options.data_dir);
+  absl::StatusOr<int> lock = LockDirectory(options.data_dir, options.lock_owner);
   if (!lock.ok()) return lock.status();
   FileSystem* fs = options.file_system != nullptr ? options.file_system : DefaultFileSystem();
   // The engine (which owns the lock from here on) only chooses the checkpoint: the one recovery would

@@ -1,9 +1,8 @@
 // The durable store: a Store over a data directory, recovered at start from its newest valid
 // checkpoint and its write-ahead log, logging every write, and checkpointing in the background.
 //
-// Data directory layout: LOCK (an flock held while open), wal/ (log segments), checkpoints/.
-// Data directory layout: LOCK (an flock held while open), wal/ (log segments), checkpoints/, and
-// COMPACTION (the last compaction, compaction_record.h).
+// Data directory layout: LOCK (an flock held while open; it holds the holder's pid and description),
+// wal/ (log segments), checkpoints/, and COMPACTION (the last compaction, compaction_record.h).
 // Recovery: load the newest checkpoint that can be used (falling back past damaged ones, and past ones
 // the store refuses, loudly), then replay the log records after it (a torn tail is cut and reported),
 // then restore the compaction, then attach the log for new writes. Recovery fails rather than start
@@ -29,6 +28,7 @@
 #include "absl/status/status.h"
 #include "absl/status/statusor.h"
 #include "server/checkpoint/checkpoint.h"
+#include "server/engine/recovery_progress.h"
 #include "server/store/store.h"
 #include "server/wal/file_system.h"
 #include "server/wal/wal.h"
@@ -49,6 +49,11 @@ struct EngineOptions {
   std::chrono::milliseconds checkpoint_retry_initial{1000};
   std::chrono::milliseconds checkpoint_retry_max{std::chrono::minutes(5)};
   FileSystem* file_system = nullptr;  // nullptr: the real one
+  // Open reports how far recovery has come here (borrowed, must outlive Open); nullptr: nowhere.
+  RecoveryProgress* progress = nullptr;
+  // Who holds the directory, written to <data_dir>/LOCK after the holder's pid while it is held, so that
+  // a second process refused the directory can name the holder: e.g. "revkv-server, member 'default'".
+  std::string lock_owner = "revkv";
 };
 
 // What recovery found; one line each for the log.
@@ -72,7 +77,8 @@ struct CheckpointStats {
 class Engine {
  public:
   // Opens (creating if needed) the data directory and recovers the store. Fails with
-  // FailedPrecondition if another process holds the directory, or with the recovery error.
+  // FailedPrecondition if another process holds the directory (naming its pid and lock_owner, as read
+  // from LOCK), or with the recovery error. Reports progress to options.progress.
   static absl::StatusOr<std::unique_ptr<Engine>> Open(const EngineOptions& options, RecoveryReport* report);
   ~Engine();
 

@@ -1,7 +1,5 @@
-// HttpRequest and HttpResponse helpers and response serialization (see http_message.h).
+// HttpRequest and HttpResponse helpers, reason phrases and error responses (see http_message.h).
 #include "server/ops/http_message.h"
-
-#include <ctime>
 
 #include "fmt/format.h"
 
@@ -49,26 +47,6 @@ HttpResponse HttpResponse::Json(int status, std::string body) {
 }
 
 namespace http {
-namespace {
-
-// Header names and values must not carry CR or LF (response splitting); they become spaces.
-void AppendSanitized(std::string* out, std::string_view text) {
-  for (char c : text) out->push_back(c == '\r' || c == '\n' ? ' ' : c);
-}
-
-void AppendDate(std::string* out) {
-  const std::time_t now = std::time(nullptr);
-  std::tm tm{};
-  gmtime_r(&now, &tm);
-  char buf[64];
-  const size_t n = std::strftime(buf, sizeof(buf), "%a, %d %b %Y %H:%M:%S GMT", &tm);
-  out->append(buf, n);
-}
-
-// 1xx, 204 and 304 responses never have a body (RFC 9110 section 6.4.1).
-bool StatusHasBody(int status) { return status >= 200 && status != 204 && status != 304; }
-
-}  // namespace
 
 std::string_view ReasonPhrase(int status) {
   switch (status) {
@@ -115,41 +93,6 @@ std::string_view ReasonPhrase(int status) {
     default:
       return "Unknown";
   }
-}
-
-std::string SerializeResponse(const HttpResponse& response, const SerializeOptions& options) {
-  const int status = response.status >= 100 && response.status <= 999 ? response.status : 500;
-  const bool has_body = StatusHasBody(status);
-  std::string out;
-  out.reserve(256 + (options.head_only || !has_body ? 0 : response.body.size()));
-  out.append(fmt::format("HTTP/1.1 {} {}\r\n", status, ReasonPhrase(status)));
-  for (const auto& [name, value] : response.headers) {
-    // The server owns framing headers; a handler's copy would contradict them.
-    if (EqualsIgnoreCase(name, "content-length") || EqualsIgnoreCase(name, "connection") ||
-        EqualsIgnoreCase(name, "transfer-encoding") || EqualsIgnoreCase(name, "date")) {
-      continue;
-    }
-    AppendSanitized(&out, name);
-    out.append(": ");
-    AppendSanitized(&out, value);
-    out.append("\r\n");
-  }
-  if (has_body) {
-    out.append("Content-Type: ");
-    AppendSanitized(&out, response.content_type);
-    out.append(fmt::format("\r\nContent-Length: {}\r\n", response.body.size()));
-  }
-  out.append("Date: ");
-  AppendDate(&out);
-  out.append("\r\n");
-  if (options.close) {
-    out.append("Connection: close\r\n");
-  } else if (options.keep_alive_10) {
-    out.append("Connection: keep-alive\r\n");
-  }
-  out.append("\r\n");
-  if (has_body && !options.head_only) out.append(response.body);
-  return out;
 }
 
 HttpResponse ErrorResponse(int status, std::string_view detail) {

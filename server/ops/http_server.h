@@ -1,15 +1,16 @@
 // revkv server — the operations HTTP endpoint (public header).
 //
-// A small HTTP/1.1 server on standalone Asio for operators and scrapers: GET and HEAD on exact paths
-// registered with Handle() (/metrics, /healthz, /debug/gc). It is not a general web server: no request
-// bodies, no TLS, no chunked encoding, exact path matching only.
+// A small HTTP/1.1 server on Boost.Beast over Boost.Asio for operators and scrapers: GET and HEAD on
+// exact paths registered with Handle() (/metrics, /healthz, /debug/gc, ...). It is not a general web
+// server: no request bodies, no TLS, no chunked encoding, exact path matching only.
 //
 // Behaviour a client sees:
 //  - keep-alive (HTTP/1.1 by default, HTTP/1.0 with "Connection: keep-alive"); pipelined requests are
 //    answered in order;
 //  - 404 for a path nobody handles, 405 (with "Allow: GET, HEAD") for any other method on a handled
 //    path, 400 for a malformed request, 431 when the request head exceeds max_header_bytes, 505 for an
-//    HTTP version other than 1.x; after 400/431/505 the connection is closed;
+//    HTTP version other than 1.x; after 400/431/505 the connection is closed; empty lines before a
+//    request line are skipped, a head with bare line feeds or obsolete line folding is a 400;
 //  - a request that carries a body is answered and the connection closed (the body is never read);
 //  - a connection that sends nothing for idle_timeout, takes longer than request_timeout to send a
 //    request head, or does not read a response within write_timeout is closed;

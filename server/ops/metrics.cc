@@ -96,31 +96,51 @@ std::vector<double> ExponentialBuckets(double start, double factor, int count) {
 // Histogram
 // ---------------------------------------------------------------------------------------------------
 
+namespace {
+
+uint64_t ToNanos(double seconds) {
+  if (!(seconds > 0)) return 0;
+  if (seconds >= 1.8e10) return UINT64_MAX;  // beyond uint64_t nanoseconds
+  return static_cast<uint64_t>(std::llround(seconds * 1e9));
+}
+
+std::vector<uint64_t> NanosBounds(const std::vector<double>& seconds) {
+  std::vector<uint64_t> nanos;
+  for (double bound : seconds) {
+    if (bound < 0 || (!nanos.empty() && ToNanos(bound) <= nanos.back())) {
+      prometheus::Fatal(
+          fmt::format("histogram bucket bounds must be at least 0 and differ by at least 1 ns, got [{}]",
+                      fmt::join(seconds, ", ")));
+    }
+    nanos.push_back(ToNanos(bound));
+  }
+  return nanos;
+}
+
+}  // namespace
+
 Histogram::Histogram(std::vector<double> upper_bounds)
     : upper_bounds_(CheckedBounds(std::move(upper_bounds))),
-      counts_(std::make_unique<std::atomic<uint64_t>[]>(upper_bounds_.size() + 1)) {}
+      histogram_(runtime::HistogramLayout::Bounds(NanosBounds(upper_bounds_))) {}
 
 void Histogram::Observe(double seconds) {
   if (std::isnan(seconds)) return;
-  // The first bound >= seconds: buckets are "less than or equal" (le).
-  const size_t bucket =
-      std::lower_bound(upper_bounds_.begin(), upper_bounds_.end(), seconds) - upper_bounds_.begin();
-  // Relaxed: the bucket and the sum are independent statistics (see the class comment).
-  counts_[bucket].fetch_add(1, std::memory_order_relaxed);
-  sum_.fetch_add(seconds, std::memory_order_relaxed);
+  // The first bound >= the value: buckets are "less than or equal" (le).
+  histogram_.Record(ToNanos(seconds));
 }
 
 CumulativeHistogram Histogram::Snapshot() const {
+  const runtime::HistogramSnapshot h = histogram_.Snapshot();
   CumulativeHistogram out;
   out.upper_bounds = upper_bounds_;
   out.cumulative_counts.reserve(upper_bounds_.size());
   uint64_t running = 0;
   for (size_t i = 0; i < upper_bounds_.size(); ++i) {
-    running += counts_[i].load(std::memory_order_relaxed);
+    running += h.buckets[i];
     out.cumulative_counts.push_back(running);
   }
-  out.count = running + counts_[upper_bounds_.size()].load(std::memory_order_relaxed);
-  out.sum = sum_.load(std::memory_order_relaxed);
+  out.count = running + h.buckets.back();
+  out.sum = static_cast<double>(h.sum) / 1e9;  // divided, so whole-nanosecond sums print as written
   return out;
 }
 

@@ -47,6 +47,7 @@
 #include <vector>
 
 #include "absl/base/thread_annotations.h"
+#include "runtime/histogram/histogram.h"
 
 namespace revkv::server {
 
@@ -104,27 +105,28 @@ class Gauge {
   std::atomic<double> value_{0};
 };
 
-// A distribution over fixed buckets (upper bounds in seconds). Thread-safe; Observe is lock-free.
-// Snapshot reads each bucket atomically but not all at once: it may miss observations made while it
-// runs, and `sum` may include one whose bucket it missed. `count` is always the sum of the buckets, so
-// the exposition is self-consistent.
+// A distribution over fixed buckets (upper bounds in seconds). Thread-safe; Observe is lock-free. The
+// counting is runtime::Histogram's (the code base's one histogram) over nanoseconds, laid out with these
+// bounds, so each bucket is exact. Snapshot reads each bucket atomically but not all at once: it may
+// miss observations made while it runs, and `sum` may include one whose bucket it missed. `count` is
+// always the sum of the buckets, so the exposition is self-consistent.
 class Histogram {
  public:
-  // `upper_bounds` must be finite and strictly increasing (a trailing +Inf is dropped); aborts if not.
+  // `upper_bounds` must be finite, at least 0 and strictly increasing, also once rounded to whole
+  // nanoseconds (a trailing +Inf is dropped); aborts if not.
   explicit Histogram(std::vector<double> upper_bounds);
 
-  // Records one observation in seconds; NaN is ignored.
+  // Records one observation in seconds, to the nanosecond; NaN is ignored, a negative value counts as 0.
   void Observe(double seconds);
   // Records one observation given in nanoseconds (e.g. a steady_clock difference).
-  void ObserveNanos(int64_t nanos) { Observe(static_cast<double>(nanos) * 1e-9); }
+  void ObserveNanos(int64_t nanos) { histogram_.Record(static_cast<uint64_t>(std::max<int64_t>(0, nanos))); }
 
   CumulativeHistogram Snapshot() const;
   const std::vector<double>& upper_bounds() const { return upper_bounds_; }
 
  private:
   const std::vector<double> upper_bounds_;
-  const std::unique_ptr<std::atomic<uint64_t>[]> counts_;  // per bucket, not cumulative; last is +Inf
-  std::atomic<double> sum_{0};
+  runtime::Histogram histogram_;  // nanoseconds; bucket i is upper_bounds_[i], the last +Inf
 };
 
 // ---------------------------------------------------------------------------------------------------

@@ -57,12 +57,12 @@ void FillStats(ServerState* state, uint32_t recent_events, ::revkv::v1::GetStats
     p->set_pause_total_nanos(gc.pause_nanos_total[k]);
     p->set_pause_p50_nanos(h.Quantile(0.5));
     p->set_pause_p99_nanos(h.Quantile(0.99));
-    p->set_pause_max_nanos(h.max_nanos);
+    p->set_pause_max_nanos(h.max);
   }
   const runtime::HistogramSnapshot tts = runtime::TimeToSafepointHistogram();
   g->set_time_to_safepoint_p50_nanos(tts.Quantile(0.5));
   g->set_time_to_safepoint_p99_nanos(tts.Quantile(0.99));
-  g->set_time_to_safepoint_max_nanos(tts.max_nanos);
+  g->set_time_to_safepoint_max_nanos(tts.max);
   g->set_bytes_allocated(gc.bytes_allocated);
   g->set_bytes_copied(gc.bytes_copied);
   g->set_bytes_promoted(gc.bytes_promoted);

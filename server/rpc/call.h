@@ -50,7 +50,7 @@ class UnaryCall final : public CallTag {
   grpc::ServerContext& context() { return context_; }
 
   void Finish(const Response& response, const grpc::Status& status) {
-    ok_ = status.ok();
+    code_ = static_cast<int>(status.error_code());
     finishing_ = true;
     StartGrpcOperation(this, [&] {
       if (status.ok()) {
@@ -63,7 +63,7 @@ class UnaryCall final : public CallTag {
 
   void Proceed(bool ok) override {
     if (finishing_) {
-      if (metrics_ != nullptr) metrics_->Record(start_, ok_);
+      if (metrics_ != nullptr) metrics_->Record(start_, code_);
       in_flight_->fetch_sub(1, std::memory_order_release);
       delete this;
       return;
@@ -101,7 +101,7 @@ class UnaryCall final : public CallTag {
   grpc::ServerAsyncResponseWriter<Response> responder_;
   std::chrono::steady_clock::time_point start_;
   bool finishing_ = false;
-  bool ok_ = false;
+  int code_ = 0;  // the grpc::StatusCode it finished with
 };
 
 // ----- helpers of the services' handlers -----

@@ -58,20 +58,21 @@ class CoordinationReactor final : public grpc::ServerUnaryReactor {
 
   void OnDone() override {
     TakeBackFromGrpc(this);
-    metrics_->Record(start_, ok_);
+    metrics_->Record(start_, code_);
     delete this;
   }
 
  private:
   void Complete(absl::StatusOr<Response> result) {
     if (!result.ok()) {
-      const grpc::Status status = AsEtcdCoordinationError(result.status());
-      StartGrpcOperation(this, [&] { Finish(status); });
+      const grpc::Status error = AsEtcdCoordinationError(result.status());
+      code_ = static_cast<int>(error.error_code());
+      StartGrpcOperation(this, [&] { Finish(error); });
       return;
     }
     *response_ = std::move(*result);
     state_->FillHeader(response_->mutable_header());
-    ok_ = true;
+    code_ = 0;
     StartGrpcOperation(this, [this] { Finish(grpc::Status::OK); });
   }
 
@@ -79,7 +80,9 @@ class CoordinationReactor final : public grpc::ServerUnaryReactor {
   Response* const response_;
   const MethodMetrics* const metrics_;
   const std::chrono::steady_clock::time_point start_ = std::chrono::steady_clock::now();
-  bool ok_ = false;  // written before Finish, read in OnDone (gRPC orders the two)
+  // The grpc::StatusCode it finished with (CANCELLED until it completes): written before Finish, read
+  // in OnDone (gRPC orders the two).
+  int code_ = static_cast<int>(grpc::StatusCode::CANCELLED);
   std::mutex mu_;
   std::shared_ptr<CoordinationOperation> operation_ ABSL_GUARDED_BY(mu_);
   bool canceled_ ABSL_GUARDED_BY(mu_) = false;

@@ -119,8 +119,7 @@ void PostEtcdCalls(EtcdServices* services, grpc::ServerCompletionQueue* cq, Serv
         Member* m = r.add_members();
         m->set_id(state->config->member_id);
         m->set_name(state->config->name);
-        const std::string scheme = state->config->tls.enabled() ? "https://" : "http://";
-        m->add_clienturls(scheme + state->config->listen);
+        for (const std::string& url : state->config->AdvertisedClientUrls()) m->add_clienturls(url);
         call->Finish(r, grpc::Status::OK);
       });
 }

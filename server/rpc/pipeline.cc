@@ -93,7 +93,7 @@ class PipelineCall final {
     absl::StatusOr<WriteResult<etcdserverpb::TxnResponse>> result =
         who.ok() ? state_->engine->store().Txn(request_, TxnReads::kNewest, &*who)
                  : absl::StatusOr<WriteResult<etcdserverpb::TxnResponse>>(who.status());
-    state_->ForMethod("Pipeline").Record(start, result.ok());
+    state_->ForMethod("Pipeline").Record(start, static_cast<int>(result.status().code()));
     lock.lock();
     if (!result.ok()) {
       // Nothing after a failing request is executed: the stream ends with its status once the

@@ -5,9 +5,7 @@
 #include <grpcpp/health_check_service_interface.h>
 
 #include <algorithm>
-#include <fstream>
 #include <limits>
-#include <sstream>
 #include <thread>
 
 #include "absl/strings/str_cat.h"
@@ -16,8 +14,10 @@
 #include "server/auth/simple_token.h"
 #include "server/lease/lessor.h"
 #include "server/rpc/call.h"
+#include "server/rpc/credentials.h"
 #include "server/rpc/grpc_handoff.h"
 #include "server/rpc/pipeline.h"
+#include "server/rpc/unimplemented_methods.h"
 #include "spdlog/spdlog.h"
 
 namespace revkv::server {
@@ -39,33 +39,6 @@ absl::StatusOr<int64_t> GrantSessionLease(Lessor* lessor, int64_t ttl) {
 // this reference keeps it.
 [[maybe_unused]] const void* volatile kKeepKvProtoDescriptor = &descriptor_table_revkv_2fv1_2fkv_2eproto;
 
-absl::StatusOr<std::string> ReadFile(const std::string& path) {
-  std::ifstream in(path, std::ios::binary);
-  if (!in) return absl::InvalidArgumentError(absl::StrCat("cannot read ", path));
-  std::ostringstream s;
-  s << in.rdbuf();
-  return s.str();
-}
-
-absl::StatusOr<std::shared_ptr<grpc::ServerCredentials>> Credentials(const TlsConfig& tls) {
-  if (!tls.enabled()) return grpc::InsecureServerCredentials();
-  grpc::SslServerCredentialsOptions options;
-  absl::StatusOr<std::string> cert = ReadFile(tls.cert_file);
-  if (!cert.ok()) return cert.status();
-  absl::StatusOr<std::string> key = ReadFile(tls.key_file);
-  if (!key.ok()) return key.status();
-  options.pem_key_cert_pairs.push_back({*key, *cert});
-  if (!tls.trusted_ca_file.empty()) {
-    absl::StatusOr<std::string> ca = ReadFile(tls.trusted_ca_file);
-    if (!ca.ok()) return ca.status();
-    options.pem_root_certs = *ca;
-  }
-  options.client_certificate_request = tls.client_cert_auth
-                                           ? GRPC_SSL_REQUEST_AND_REQUIRE_CLIENT_CERTIFICATE_AND_VERIFY
-                                           : GRPC_SSL_DONT_REQUEST_CLIENT_CERTIFICATE;
-  return grpc::SslServerCredentials(options);
-}
-
 }  // namespace
 
 RpcServer::RpcServer(ServerState* state)
@@ -78,17 +51,21 @@ RpcServer::RpcServer(ServerState* state)
 
 RpcServer::~RpcServer() { Shutdown(std::chrono::milliseconds(0)); }
 
-absl::Status RpcServer::Start() {
+absl::Status RpcServer::Start(GrpcListener* listener) {
   const ServerConfig& config = *state_->config;
-  absl::StatusOr<std::shared_ptr<grpc::ServerCredentials>> credentials = Credentials(config.tls);
+  absl::StatusOr<std::shared_ptr<grpc::ServerCredentials>> credentials = ServerCredentialsFor(config.tls);
   if (!credentials.ok()) return credentials.status();
   grpc::EnableDefaultHealthCheckService(true);
   grpc::reflection::InitProtoReflectionServerBuilderPlugin();
   grpc::ServerBuilder builder;
-  // Without this gRPC sets SO_REUSEPORT, and a second server could bind the same port and take half
-  // the connections.
-  builder.AddChannelArgument(GRPC_ARG_ALLOW_REUSEPORT, 0);
-  builder.AddListeningPort(config.listen, *credentials, &port_);
+  // The port is the listener's (bound before recovery); it hands the connections over.
+  listener_ = listener;
+  acceptor_ = builder.experimental().AddExternalConnectionAcceptor(
+      grpc::ServerBuilder::experimental_type::ExternalConnectionType::FROM_FD, *credentials);
+  port_ = listener->port();
+  std::vector<std::unique_ptr<grpc::experimental::ServerInterceptorFactoryInterface>> interceptors;
+  interceptors.push_back(std::make_unique<UnimplementedMethods>(state_->metrics));
+  builder.experimental().SetInterceptorCreators(std::move(interceptors));
   // gRPC refuses larger messages itself; the store answers etcd's "request is too large" for requests
   // between max_request_bytes and this limit, as etcd does (it adds the same 512 KiB of slack).
   // (max_request_bytes may be up to 2 GiB - 1: the sum is capped at gRPC's int limit.)
@@ -126,10 +103,8 @@ absl::Status RpcServer::Start() {
   builder.RegisterService(lease_.get());  // async unary methods and a callback keep-alive stream
   for (int i = 0; i < config.workers; ++i) queues_.push_back(builder.AddCompletionQueue());
   server_ = builder.BuildAndStart();
-  if (server_ == nullptr || port_ == 0) {
-    return absl::UnavailableError(absl::StrCat("cannot listen for gRPC on ", config.listen,
-                                               " (address in use, or not a local address?)"));
-  }
+  if (server_ == nullptr)
+    return absl::InternalError(absl::StrCat("cannot start the gRPC server on ", config.listen));
   server_->GetHealthCheckService()->SetServingStatus(true);
   for (int i = 0; i < config.workers; ++i) {
     grpc::ServerCompletionQueue* cq = queues_[static_cast<size_t>(i)].get();
@@ -138,6 +113,7 @@ absl::Status RpcServer::Start() {
     PostLeaseCalls(lease_.get(), cq, state_);
     workers_.emplace_back([this, i, cq] { WorkerLoop(i, cq); });
   }
+  listener->SetAcceptor(acceptor_.get());  // from here on, new connections reach this server
   return absl::OkStatus();
 }
 
@@ -162,6 +138,7 @@ void RpcServer::Shutdown(std::chrono::milliseconds grace) {
   shut_down_ = true;
   runtime::SafeRegion waiting;
   server_->GetHealthCheckService()->SetServingStatus(false);
+  listener_->Close();  // new connections are refused
   const auto deadline = std::chrono::steady_clock::now() + grace;
   // No new connection or call from here on; the connections are told to go away.
   grpc_server_shutdown_and_notify(server_->c_server(), queues_.front()->cq(), &shutdown_notice_);

@@ -20,6 +20,7 @@
 #include "server/rpc/auth_service.h"
 #include "server/rpc/call.h"
 #include "server/rpc/coordination_service.h"
+#include "server/rpc/grpc_listener.h"
 #include "server/rpc/kv_service.h"
 #include "server/rpc/lease_service.h"
 #include "server/rpc/server_state.h"
@@ -32,10 +33,11 @@ class RpcServer {
   explicit RpcServer(ServerState* state);
   ~RpcServer();
 
-  // Binds config.listen (with TLS if configured) and starts `config.workers` workers. Fails with a
-  // clear message if the address cannot be bound or a TLS file cannot be read.
-  absl::Status Start();
-  // The port actually bound (for listen addresses with port 0).
+  // Starts the services (with TLS if configured) and `config.workers` workers, then takes over the
+  // connections `listener` accepts (borrowed; it must outlive this). Fails with a clear message if a
+  // TLS file cannot be read.
+  absl::Status Start(GrpcListener* listener);
+  // The port actually bound (for listen addresses with port 0): the listener's.
   int port() const { return port_; }
   // Stops accepting, lets in-flight requests finish (up to `grace`), closes the connections (idle
   // ones too: clients that pool connections keep them open) and stops the workers. Blocks (in a safe
@@ -65,6 +67,8 @@ class RpcServer {
   std::unique_ptr<ElectionService> election_;
   std::unique_ptr<LeaseService> lease_;
   std::vector<std::unique_ptr<grpc::ServerCompletionQueue>> queues_;
+  GrpcListener* listener_ = nullptr;
+  std::unique_ptr<grpc::experimental::ExternalConnectionAcceptor> acceptor_;  // the listener's way in
   std::unique_ptr<grpc::Server> server_;
   std::vector<std::thread> workers_;
   int port_ = 0;

@@ -24,7 +24,7 @@ const std::vector<std::string>& Methods() {
 
 CumulativeHistogram FromSnapshot(const runtime::HistogramSnapshot& h, const std::vector<double>& bounds) {
   return CumulativeHistogram::FromNanos(
-      bounds, [&](uint64_t ns) { return h.CountAtOrBelow(ns); }, h.count, h.sum_nanos);
+      bounds, [&](uint64_t ns) { return h.CountAtOrBelow(ns); }, h.count, h.sum);
 }
 
 void CollectRuntime(MetricWriter& w) {
@@ -51,17 +51,30 @@ void CollectRuntime(MetricWriter& w) {
                  static_cast<double>(gc.revisions_freed));
   w.WriteCounter("revkv_gc_allocation_failures_total", "Allocations refused because the heap was exhausted.",
                  static_cast<double>(gc.allocation_failures));
+  // Parts, whose sum is the heap's mapped memory (committed pages plus the retained free ones): sum()
+  // over space means something. The totals are gauges of their own.
+  const size_t parts = gc.heap.nursery_bytes + gc.heap.old_bytes + gc.heap.large_bytes + gc.heap.free_bytes;
   const std::pair<const char*, size_t> spaces[] = {
-      {"nursery", gc.heap.nursery_bytes},     {"old", gc.heap.old_bytes},
-      {"large", gc.heap.large_bytes},         {"free", gc.heap.free_bytes},
-      {"committed", gc.heap.committed_bytes}, {"max", gc.heap.max_bytes},
+      {"nursery", gc.heap.nursery_bytes},
+      {"old", gc.heap.old_bytes},
+      {"large", gc.heap.large_bytes},
+      {"free", gc.heap.free_bytes},
+      {"page_headers", gc.heap.committed_bytes > parts ? gc.heap.committed_bytes - parts : 0},
       {"retained", gc.heap.retained_bytes}};
   for (const auto& [space, bytes] : spaces) {
     w.WriteGauge("revkv_heap_bytes",
-                 "Heap bytes by space (committed: pages in use; max: the configured maximum; retained: free "
-                 "pages kept mapped for the next evacuation).",
+                 "Heap memory by use; the parts sum to the heap's mapped memory (nursery, old and large: "
+                 "chunks in use; free: unused chunks of pages in use; page_headers: each page's header "
+                 "chunk; retained: free pages kept mapped for the next evacuation).",
                  static_cast<double>(bytes), {{"space", space}});
   }
+  w.WriteGauge("revkv_heap_committed_bytes",
+               "Heap pages in use: the sum of revkv_heap_bytes but for space=\"retained\".",
+               static_cast<double>(gc.heap.committed_bytes));
+  w.WriteGauge("revkv_heap_max_bytes", "The configured maximum heap size (--max-heap).",
+               static_cast<double>(gc.heap.max_bytes));
+  w.WriteGauge("revkv_heap_reserved_bytes", "Address space reserved for the heap.",
+               static_cast<double>(gc.heap.reserved_bytes));
   w.WriteGauge("revkv_heap_pinned_bytes",
                "Bytes of objects kept in place by ambiguous roots at the last collection.",
                static_cast<double>(gc.heap.pinned_bytes));
@@ -136,9 +149,27 @@ void CollectStore(ServerState* state, MetricWriter& w) {
 
 }  // namespace
 
-void MethodMetrics::Record(std::chrono::steady_clock::time_point start, bool ok) const {
+std::string_view StatusCodeName(int code) {
+  static constexpr std::string_view kNames[] = {
+      "OK",       "Canceled",       "Unknown",          "InvalidArgument",   "DeadlineExceeded",
+      "NotFound", "AlreadyExists",  "PermissionDenied", "ResourceExhausted", "FailedPrecondition",
+      "Aborted",  "OutOfRange",     "Unimplemented",    "Internal",          "Unavailable",
+      "DataLoss", "Unauthenticated"};
+  return code >= 0 && code < static_cast<int>(std::size(kNames)) ? kNames[code] : "Unknown";
+}
+
+void MethodMetrics::Record(std::chrono::steady_clock::time_point start, int code) const {
   requests->Increment();
-  if (!ok) errors->Increment();
+  if (code != 0) {
+    const size_t index =
+        code > 0 && code < static_cast<int>(errors_by_code.size()) ? static_cast<size_t>(code) : 2;
+    Counter* counter = errors_by_code[index].load(std::memory_order_acquire);
+    if (counter == nullptr) {  // the first error with this code: the family's lock, once
+      counter = &errors->WithLabels({method, StatusCodeName(static_cast<int>(index))});
+      errors_by_code[index].store(counter, std::memory_order_release);
+    }
+    counter->Increment();
+  }
   latency->Observe(std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count());
 }
 
@@ -155,16 +186,18 @@ void RegisterServerMetrics(ServerState* state, MetricsRegistry* registry) {
   CounterFamily& requests =
       registry->AddCounterFamily("revkv_requests_total", "gRPC requests handled, by method.", {"method"});
   CounterFamily& errors = registry->AddCounterFamily(
-      "revkv_request_errors_total", "gRPC requests answered with an error, by method.", {"method"});
+      "revkv_request_errors_total",
+      "gRPC requests answered with an error, by method and status code (gRPC's names: InvalidArgument, ...).",
+      {"method", "code"});
   HistogramFamily& latency = registry->AddHistogramFamily(
       "revkv_request_duration_seconds", "gRPC request latency (until the response is sent), by method.",
       {"method"}, LatencyBuckets());
   for (const std::string& m : Methods()) {
-    MethodMetrics mm;
+    MethodMetrics& mm = state->method_metrics[m];
+    mm.method = m;
     mm.requests = &requests.WithLabels({m});
-    mm.errors = &errors.WithLabels({m});
+    mm.errors = &errors;
     mm.latency = &latency.WithLabels({m});
-    state->method_metrics[m] = mm;
   }
   registry->AddCollector([](MetricWriter& w) { CollectRuntime(w); });
   registry->AddCollector([state](MetricWriter& w) { CollectStore(state, w); });

@@ -3,6 +3,7 @@
 // points to are thread-safe), except for the in-flight request count.
 #pragma once
 
+#include <array>
 #include <atomic>
 #include <chrono>
 #include <cstdint>
@@ -10,6 +11,7 @@
 
 #include "etcdserverpb/rpc.pb.h"
 #include "server/config/config.h"
+#include "server/config/version.h"  // kServerVersion, reported by Status and ServerInfo
 #include "server/engine/engine.h"
 #include "server/ops/metrics.h"
 
@@ -23,17 +25,20 @@ class SimpleTokens;
 
 namespace revkv::server {
 
-// The version string revkv reports (Maintenance/Status, ServerInfo, --version). etcd clients parse the
-// first part as an etcd API version, so it starts with the etcd version whose API revkv speaks.
-inline constexpr std::string_view kServerVersion = "3.4.0-revkv.0.1.0";
-
-// Per-method request figures.
+// Per-method request figures. Errors are counted by gRPC status code: the counter of a code is looked
+// up in the family on the first error with it and kept (release/acquire: a reader sees it built).
 struct MethodMetrics {
+  std::string method;
   Counter* requests = nullptr;
-  Counter* errors = nullptr;
   Histogram* latency = nullptr;
-  void Record(std::chrono::steady_clock::time_point start, bool ok) const;
+  CounterFamily* errors = nullptr;  // revkv_request_errors_total{method, code}
+  mutable std::array<std::atomic<Counter*>, 17> errors_by_code{};
+  // One request that ended with `code` (a grpc::StatusCode; 0 is OK) after starting at `start`.
+  void Record(std::chrono::steady_clock::time_point start, int code) const;
 };
+
+// The name gRPC's Go implementation (and so etcd's metrics) gives a status code: "InvalidArgument".
+std::string_view StatusCodeName(int code);
 
 class Lessor;
 

@@ -1,13 +1,19 @@
-// LatencyHistogram: a fixed-bucket histogram of durations in seconds, recorded by one thread and read by
-// any, for the fsync latency the server exports to Prometheus.
+// LatencyHistogram: the fsync latency the server exports to Prometheus, in fixed buckets of seconds,
+// recorded by one thread and read by any. The counting is runtime::Histogram's (the code base's one
+// histogram) over nanoseconds, laid out with kLatencyBucketBounds as its bounds so that each Prometheus
+// bucket is exact.
 #ifndef REVKV_SERVER_WAL_LATENCY_HISTOGRAM_H_
 #define REVKV_SERVER_WAL_LATENCY_HISTOGRAM_H_
 
+#include <algorithm>
 #include <array>
-#include <atomic>
 #include <chrono>
+#include <cmath>
 #include <cstddef>
 #include <cstdint>
+#include <vector>
+
+#include "runtime/histogram/histogram.h"
 
 namespace revkv::server {
 
@@ -24,39 +30,40 @@ struct LatencySnapshot {
   double max_seconds = 0;
 };
 
-// Record(): one thread at a time (the WAL's flusher). Snapshot(): any thread, never blocks. The fields of a
-// snapshot are read one by one, so one taken during a Record may count that observation in some fields
-// and not yet in others; counters never go backwards.
+// Record() and Snapshot(): any thread, never blocking (runtime::Histogram). The fields of a snapshot are
+// read one by one, so one taken during a Record may count that observation in some fields and not yet
+// in others; counters never go backwards.
 class LatencyHistogram {
  public:
+  LatencyHistogram() : histogram_(runtime::HistogramLayout::Bounds(BoundsInNanos())) {}
+
   void Record(std::chrono::nanoseconds latency) {
-    const double seconds = std::chrono::duration<double>(latency).count();
-    size_t bucket = 0;
-    while (bucket < kLatencyBucketBounds.size() && seconds > kLatencyBucketBounds[bucket]) ++bucket;
-    // Relaxed: statistics only; nothing else is published through these counters.
-    buckets_[bucket].fetch_add(1, std::memory_order_relaxed);
-    const uint64_t ns = static_cast<uint64_t>(latency.count());
-    sum_ns_.fetch_add(ns, std::memory_order_relaxed);
-    if (ns > max_ns_.load(std::memory_order_relaxed)) max_ns_.store(ns, std::memory_order_relaxed);
+    histogram_.Record(static_cast<uint64_t>(std::max<int64_t>(0, latency.count())));
   }
 
   LatencySnapshot Snapshot() const {
+    const runtime::HistogramSnapshot h = histogram_.Snapshot();
     LatencySnapshot s;
     uint64_t running = 0;
     for (size_t i = 0; i < kLatencyBucketBounds.size(); ++i) {
-      running += buckets_[i].load(std::memory_order_relaxed);
+      running += h.buckets[i];
       s.cumulative_counts[i] = running;
     }
-    s.count = running + buckets_.back().load(std::memory_order_relaxed);
-    s.sum_seconds = static_cast<double>(sum_ns_.load(std::memory_order_relaxed)) * 1e-9;
-    s.max_seconds = static_cast<double>(max_ns_.load(std::memory_order_relaxed)) * 1e-9;
+    s.count = running + h.buckets.back();
+    s.sum_seconds = static_cast<double>(h.sum) * 1e-9;
+    s.max_seconds = static_cast<double>(h.max) * 1e-9;
     return s;
   }
 
  private:
-  std::array<std::atomic<uint64_t>, kLatencyBucketBounds.size() + 1> buckets_{};  // per bucket, last is +Inf
-  std::atomic<uint64_t> sum_ns_{0};
-  std::atomic<uint64_t> max_ns_{0};  // single writer, so load-compare-store is enough
+  static std::vector<uint64_t> BoundsInNanos() {
+    std::vector<uint64_t> bounds;
+    for (double seconds : kLatencyBucketBounds)
+      bounds.push_back(static_cast<uint64_t>(std::llround(seconds * 1e9)));
+    return bounds;
+  }
+
+  runtime::Histogram histogram_;
 };
 
 }  // namespace revkv::server

@@ -244,9 +244,39 @@ def check_variant(name, docs, configmaps, src, server, healthcheck):
             fail(f"{name}: Service {s['metadata']['name']} does not select the pod")
         for p in s["spec"]["ports"]:
             resolve(p.get("targetPort", p["port"]))
+    replicas = spec.get("replicas", 1)
     for pdb in by_kind["PodDisruptionBudget"]:
         if not labels_match(pdb["spec"]["selector"]["matchLabels"], pod_labels):
             fail(f"{name}: PodDisruptionBudget does not select the pod")
+        # A node drain must be able to evict the pod: the budget must allow at least one disruption with
+        # every replica healthy (maxUnavailable: 0, or minAvailable equal to the replicas, blocks it).
+        pdb_spec = pdb["spec"]
+        def count(value, round_up):  # an int, or a percentage of the replicas (Kubernetes rounds up)
+            text = str(value)
+            if not text.endswith("%"):
+                return int(text)
+            return -(-int(text[:-1]) * replicas // 100) if round_up else int(text[:-1]) * replicas // 100
+        if "maxUnavailable" in pdb_spec:
+            allowed = count(pdb_spec["maxUnavailable"], round_up=True)
+        else:
+            allowed = replicas - count(pdb_spec.get("minAvailable", 0), round_up=True)
+        if allowed < 1:
+            fail(f"{name}: PodDisruptionBudget allows no disruption with {replicas} replica(s): a node drain would "
+                 "block for good")
+        print(f"PodDisruptionBudget: {allowed} disruption(s) allowed, a drain can proceed")
+
+    # /metrics has a Service of its own, whose only port is the metrics port: clients' Service has no
+    # metrics port, and the metrics one no client port.
+    metrics_services = [s for s in services.values()
+                        if s["spec"].get("clusterIP") != "None"
+                        and all(resolve(p.get("targetPort", p["port"])) == metrics_port for p in s["spec"]["ports"])]
+    if len(metrics_services) != 1:
+        fail(f"{name}: {len(metrics_services)} Services serve only the metrics port, expected 1")
+    for s in services.values():
+        if s is metrics_services[0]:
+            continue
+        if any(resolve(p.get("targetPort", p["port"])) == metrics_port for p in s["spec"]["ports"]):
+            fail(f"{name}: Service {s['metadata']['name']} exposes the metrics port beside client ports")
 
     # The ServiceMonitor scrapes /metrics on the metrics port of exactly one Service.
     for sm in by_kind["ServiceMonitor"]:

@@ -210,6 +210,11 @@ def check():
             env = {**os.environ, "ETCDCTL_API": "3"}
             for args in (["put", "k", "v"], ["get", "k"], ["del", "k"]):
                 subprocess.run([etcdctl, "--endpoints", endpoint, *args], env=env, check=True, capture_output=True)
+            # An error, so that the error counter (created at a method's first error with a code) exists.
+            failed = subprocess.run([etcdctl, "--endpoints", endpoint, "compact", "1000000"], env=env,
+                                    capture_output=True)
+            if failed.returncode == 0:
+                fail("etcdctl compact to a future revision succeeded")
         series = scrape_series(s.get("/metrics"))
     print(f"/metrics: {len(series)} series names")
     used = set()

@@ -53,6 +53,26 @@ for f in usr/lib/systemd/system/revkv.service usr/lib/sysusers.d/revkv.conf etc/
   [[ -f $root/$f ]] || fail "/$f is missing from the package"
 done
 cmp -s "$root/etc/revkv/revkv.toml" "$src/deploy/revkv.toml" || fail "/etc/revkv/revkv.toml differs from deploy/revkv.toml"
+
+note "license, copyright and man pages"
+copyright="$root/usr/share/doc/revkv/copyright"
+[[ -f $copyright ]] || fail "/usr/share/doc/revkv/copyright is missing"
+head -1 "$copyright" | grep -q '^Format: https://www.debian.org/doc/packaging-manuals/copyright-format/1.0/' ||
+  fail "the copyright file is not in Debian's machine-readable format"
+grep -q '^License: Apache-2.0$' "$copyright" || fail "the copyright file does not name Apache-2.0"
+grep -q '/usr/share/common-licenses/Apache-2.0' "$copyright" || fail "the copyright file does not point at the license text"
+cmp -s "$src/LICENSE" /usr/share/common-licenses/Apache-2.0 || fail "LICENSE is not the Apache-2.0 text Debian ships"
+[[ -f $root/usr/share/doc/revkv/migration-from-etcd.md ]] || fail "the migration guide is missing"
+for page in revkv-server revkv revkv-bench; do
+  man_file="$root/usr/share/man/man1/$page.1.gz"
+  [[ -f $man_file ]] || fail "/usr/share/man/man1/$page.1.gz is missing"
+  text=$(zcat "$man_file")
+  # roff escapes '-' as '\-'.
+  grep -q '^\.TH "\?'"${page^^}"'"\? "\?1"\? ' <<<"$text" || fail "$page.1: no .TH header for section 1"
+  grep -qF -- '\-\-help' <<<"$text" || fail "$page.1 does not describe the options"
+  grep -q '3\.4\.0+revkv' <<<"$text" || fail "$page.1 does not carry the version"
+done
+grep -qF -- '\-\-max\-heap' <(zcat "$root/usr/share/man/man1/revkv-server.1.gz") || fail "revkv-server.1 lacks --max-heap"
 cmp -s "$root/usr/lib/systemd/system/revkv.service" "$src/deploy/systemd/revkv.service" ||
   fail "the installed unit differs from deploy/systemd/revkv.service (prefix /usr must leave it as is)"
 if readelf -d "$root/usr/bin/revkv-server" | grep -qE 'RPATH|RUNPATH'; then

@@ -27,7 +27,7 @@ report=$(cd "$SCRATCH" && systemd-analyze security --offline=true --threshold=20
 grep 'Overall exposure' <<<"$report"
 
 note "the directives the unit promises"
-for directive in 'User=revkv' 'StateDirectory=revkv' 'ProtectSystem=strict' 'NoNewPrivileges=yes' 'PrivateTmp=yes' \
+for directive in 'Type=notify' 'NotifyAccess=main' 'User=revkv' 'StateDirectory=revkv' 'ProtectSystem=strict' 'NoNewPrivileges=yes' 'PrivateTmp=yes' \
   'ProtectHome=yes' 'CapabilityBoundingSet=' 'Restart=on-failure' 'KillSignal=SIGTERM'; do
   grep -qx "$directive" "$unit" || fail "the unit lacks $directive"
 done

@@ -80,9 +80,10 @@ TEST_F(OpsEndpoint, MetricsCountTheRequestsMadeAndReportTheStore) {
 
   const Scrape s = ScrapeUntil("revkv_requests_total{method=\"Range\"}", 3);
   EXPECT_EQ(s.Value("revkv_requests_total{method=\"Put\"}"), 8);  // 7 puts and the refused one
-  EXPECT_EQ(s.Value("revkv_request_errors_total{method=\"Put\"}"), 1);
+  // Errors by status code (gRPC's names, as etcd's grpc_server_handled_total has them).
+  EXPECT_EQ(s.Value("revkv_request_errors_total{method=\"Put\",code=\"InvalidArgument\"}"), 1);
   EXPECT_EQ(s.Value("revkv_requests_total{method=\"Range\"}"), 3);
-  EXPECT_EQ(s.Value("revkv_request_errors_total{method=\"Range\"}"), 0);
+  EXPECT_FALSE(s.Has("revkv_request_errors_total{method=\"Range\",code=\"InvalidArgument\"}"));
   EXPECT_EQ(s.Value("revkv_requests_total{method=\"DeleteRange\"}"), 0);
   EXPECT_EQ(s.Value("revkv_request_duration_seconds_count{method=\"Put\"}"), 8);
   EXPECT_EQ(s.Value("revkv_store_revision"), 8);
@@ -92,8 +93,8 @@ TEST_F(OpsEndpoint, MetricsCountTheRequestsMadeAndReportTheStore) {
   EXPECT_GT(s.Value("revkv_watch_history_bytes"), 0);
   EXPECT_EQ(s.Value("revkv_watch_watchers"), 0);
   EXPECT_EQ(s.Value("revkv_watch_unsynced_watchers"), 0);
-  EXPECT_EQ(s.Value("revkv_heap_bytes{space=\"max\"}"), 2147483648.0);
-  EXPECT_GT(s.Value("revkv_heap_bytes{space=\"committed\"}"), 0);
+  EXPECT_EQ(s.Value("revkv_heap_max_bytes"), 2147483648.0);
+  EXPECT_GT(s.Value("revkv_heap_committed_bytes"), 0);
   EXPECT_GE(s.Value("revkv_heap_bytes{space=\"retained\"}"), 0);
   EXPECT_GE(s.Value("revkv_wal_fsyncs_total"), 1);
   EXPECT_EQ(s.Value("revkv_wal_records_total"), 7);
@@ -120,7 +121,8 @@ TEST_F(OpsEndpoint, MetricsCountTheRequestsMadeAndReportTheStore) {
     EXPECT_EQ(it->second, type) << family;
   }
   for (const auto& [family, type] : s.types) {
-    EXPECT_EQ(family.rfind("revkv_", 0), 0u) << family << ": every family has the revkv_ prefix";
+    EXPECT_TRUE(family.rfind("revkv_", 0) == 0 || family.rfind("process_", 0) == 0)
+        << family << ": every family has the revkv_ prefix, or is one of the standard process_ ones";
     if (type == "counter") {
       EXPECT_EQ(family.substr(family.size() - 6), "_total") << family;
     }
@@ -242,6 +244,84 @@ TEST_F(OpsEndpoint, HealthzAnswersOk) {
   EXPECT_EQ(r.Header("content-type").rfind("text/plain", 0), 0u) << r.Header("content-type");
 }
 
+// The standard process_* families (Prometheus' client libraries, and so etcd, export them) and
+// revkv_build_info, with plausible values for this very process.
+TEST_F(OpsEndpoint, ProcessAndBuildInfoMetricsAreExported) {
+  const Scrape s = ScrapeMetrics();
+  EXPECT_GT(s.Value("process_cpu_seconds_total"), 0);
+  EXPECT_GT(s.Value("process_resident_memory_bytes"), 1 << 20);
+  EXPECT_GT(s.Value("process_virtual_memory_bytes"), s.Value("process_resident_memory_bytes"));
+  EXPECT_GE(s.Value("process_open_fds"), 5);  // stdio, the listening sockets, the log, ...
+  EXPECT_GE(s.Value("process_max_fds"), s.Value("process_open_fds"));
+  const double now = static_cast<double>(
+      std::chrono::duration_cast<std::chrono::seconds>(std::chrono::system_clock::now().time_since_epoch())
+          .count());
+  EXPECT_GT(s.Value("process_start_time_seconds"), now - 300);
+  EXPECT_LT(s.Value("process_start_time_seconds"), now + 5);
+  EXPECT_EQ(s.types.at("process_cpu_seconds_total"), "counter");
+  EXPECT_EQ(s.Value("revkv_build_info{version=\"3.4.0+revkv.0.1.0\",revkv_version=\"0.1.0\","
+                    "etcd_api_version=\"3.4.0\"}"),
+            1);
+}
+
+// revkv_heap_bytes holds parts only, so that sum() over space means something: the parts but
+// "retained" add up to the committed heap exactly.
+TEST_F(OpsEndpoint, HeapPartsSumToTheCommittedHeap) {
+  auto admin = ::revkv::v1::Admin::NewStub(channel_);
+  for (int i = 0; i < 200; ++i) {
+    ASSERT_TRUE(
+        IsOk(Call(kv_.get(), &etcdserverpb::KV::Stub::Put, PutOf("k" + std::to_string(i), "v")).status));
+  }
+  ASSERT_TRUE(
+      IsOk(Call(admin.get(), &::revkv::v1::Admin::Stub::Collect, ::revkv::v1::CollectRequest()).status));
+  const Scrape s = ScrapeMetrics();
+  double parts = 0;
+  int spaces = 0;
+  for (const auto& [series, value] : s.samples) {
+    if (series.rfind("revkv_heap_bytes{", 0) != 0) continue;
+    ++spaces;
+    if (series.find("space=\"retained\"") == std::string::npos) parts += value;
+  }
+  EXPECT_EQ(spaces, 6);
+  EXPECT_GT(s.Value("revkv_heap_bytes{space=\"old\"}"), 0);
+  EXPECT_EQ(parts, s.Value("revkv_heap_committed_bytes"));
+  EXPECT_FALSE(s.Has("revkv_heap_bytes{space=\"committed\"}")) << "a total among the parts";
+  EXPECT_FALSE(s.Has("revkv_heap_bytes{space=\"max\"}")) << "a total among the parts";
+}
+
+// etcd's health endpoints on the metrics port: /health with etcd 3.4's body (checked against a real
+// etcd), /livez and /readyz (etcd 3.5's) and /version.
+TEST_F(OpsEndpoint, EtcdsHealthEndpointsAnswerAsEtcdDoes) {
+  const HttpResponse health = HttpGet(server_.metrics_port(), "/health");
+  ASSERT_EQ(health.status, 200) << health.error;
+  EXPECT_EQ(health.body, R"({"health":"true"})");
+  EXPECT_EQ(health.Header("content-type"), "application/json");
+  const HttpResponse livez = HttpGet(server_.metrics_port(), "/livez");
+  EXPECT_EQ(livez.status, 200);
+  EXPECT_EQ(livez.body, "ok");
+  const HttpResponse readyz = HttpGet(server_.metrics_port(), "/readyz");
+  EXPECT_EQ(readyz.status, 200);
+  EXPECT_EQ(readyz.body, "ok");
+  const HttpResponse version = HttpGet(server_.metrics_port(), "/version");
+  ASSERT_EQ(version.status, 200);
+  const nlohmann::json v = nlohmann::json::parse(version.body);
+  EXPECT_EQ(v, nlohmann::json({{"etcdserver", "3.4.0+revkv.0.1.0"}, {"etcdcluster", "3.4.0"}}));
+
+  if (!FlavorAvailable(Flavor::kEtcd)) REVKV_MISSING_TOOL() << "etcd is not installed";
+  ServerOptions options;
+  options.flavor = Flavor::kEtcd;
+  ServerProcess etcd(options);
+  ASSERT_TRUE(etcd.Start());
+  const HttpResponse etcd_health = HttpGet(etcd.metrics_port(), "/health");
+  ASSERT_EQ(etcd_health.status, 200) << etcd_health.error;
+  EXPECT_EQ(nlohmann::json::parse(etcd_health.body), nlohmann::json::parse(health.body));
+  const HttpResponse etcd_version = HttpGet(etcd.port(), "/version");
+  ASSERT_EQ(etcd_version.status, 200) << etcd_version.error;
+  const nlohmann::json ev = nlohmann::json::parse(etcd_version.body);
+  EXPECT_EQ(ev["etcdcluster"], "3.4.0");
+  EXPECT_EQ(ev.size(), v.size()) << ev;
+}
+
 TEST_F(OpsEndpoint, DebugGcIsJsonWithTheCollectorFigures) {
   auto admin = ::revkv::v1::Admin::NewStub(channel_);
   for (int i = 0; i < 3; ++i) {
@@ -258,11 +338,11 @@ TEST_F(OpsEndpoint, DebugGcIsJsonWithTheCollectorFigures) {
   ASSERT_TRUE(j.contains("gc") && j["gc"].contains("pauses")) << r.body;
   ASSERT_EQ(j["gc"]["pauses"].size(), 3u);
   EXPECT_EQ(j["gc"]["pauses"][2]["kind"], "MAJOR");
-  // proto3 JSON writes 64-bit integers as strings.
-  EXPECT_GE(std::stoull(j["gc"]["pauses"][2]["collections"].get<std::string>()), 3u);
-  EXPECT_EQ(j["heap"]["maxBytes"], "2147483648");
-  EXPECT_EQ(j["store"]["revision"], "2");
-  EXPECT_EQ(j["store"]["keys"], "1");
+  // revkv's JSON style (proto/json/proto_json.h): snake_case names, 64-bit integers as numbers.
+  EXPECT_GE(j["gc"]["pauses"][2]["collections"].get<uint64_t>(), 3u);
+  EXPECT_EQ(j["heap"]["max_bytes"], 2147483648u);
+  EXPECT_EQ(j["store"]["revision"], 2);
+  EXPECT_EQ(j["store"]["keys"], 1);
   EXPECT_GE(j["recent"].size(), 3u);
 
   const HttpResponse two = HttpGet(server_.metrics_port(), "/debug/gc?recent=2");

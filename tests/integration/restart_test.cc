@@ -281,6 +281,12 @@ TEST(Restart, ASecondServerCannotTakeARunningServersDataDirectory) {
       &log);
   EXPECT_EQ(outcome, "exited with status 1") << log;
   EXPECT_TRUE(first.Running());
+  // The message names the holder (its pid and member name, from the LOCK file), in plain words: no
+  // status code prefix such as FAILED_PRECONDITION.
+  EXPECT_NE(log.find("is held by pid " + std::to_string(first.pid()) + " (revkv-server, member 'default')"),
+            std::string::npos)
+      << log;
+  EXPECT_EQ(log.find("FAILED_PRECONDITION"), std::string::npos) << log;
 }
 
 // gRPC listens with SO_REUSEPORT unless told otherwise; a second server must not silently share the
@@ -296,6 +302,11 @@ TEST(Restart, ASecondServerCannotListenOnARunningServersPort) {
       &log);
   EXPECT_EQ(outcome, "exited with status 1") << "second server's log:\n" << log;
   EXPECT_TRUE(first.Running());
+  // The port is bound before recovery: the failure comes before the store is even opened.
+  EXPECT_NE(log.find("cannot listen for gRPC on " + first.address() + ": Address already in use"),
+            std::string::npos)
+      << log;
+  EXPECT_EQ(log.find("recovered revision"), std::string::npos) << log;
 }
 
 // SIGTERM drains in-flight requests; a client that merely keeps its connection open (as every pooled

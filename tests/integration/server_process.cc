@@ -201,8 +201,14 @@ std::string ServerProcess::address() const { return "127.0.0.1:" + std::to_strin
 std::vector<std::string> ServerProcess::CommandLine() const {
   std::vector<std::string> argv;
   if (options_.flavor == Flavor::kRevkv) {
-    argv = {REVKV_SERVER_BINARY, "--listen=" + address(),
+    argv = {REVKV_SERVER_BINARY, "--listen=" + options_.listen_host + ":" + std::to_string(port_),
             "--metrics-listen=127.0.0.1:" + std::to_string(metrics_port_), "--data-dir=" + data_dir()};
+    if (options_.etcd_flag_names) {
+      argv = {REVKV_SERVER_BINARY,
+              "--listen-client-urls=http://" + options_.listen_host + ":" + std::to_string(port_),
+              "--listen-metrics-urls=http://127.0.0.1:" + std::to_string(metrics_port_),
+              "--data-dir=" + data_dir()};
+    }
   } else {
     const std::string client_url = "http://" + address();
     const std::string peer_url = "http://127.0.0.1:" + std::to_string(peer_port_);
@@ -221,6 +227,11 @@ std::vector<std::string> ServerProcess::CommandLine() const {
 }
 
 ::testing::AssertionResult ServerProcess::Start() {
+  if (::testing::AssertionResult spawned = Spawn(); !spawned) return spawned;
+  return WaitReady();
+}
+
+::testing::AssertionResult ServerProcess::Spawn() {
   if (pid_ > 0) return ::testing::AssertionFailure() << "the server is already running (pid " << pid_ << ")";
   const std::vector<std::string> argv = CommandLine();
   const int log = open(log_path_.c_str(), O_WRONLY | O_CREAT | O_APPEND | O_CLOEXEC, 0644);
@@ -231,12 +242,12 @@ std::vector<std::string> ServerProcess::CommandLine() const {
   banner += "\n";
   (void)!write(log, banner.data(), banner.size());
   const int fds[3] = {null, log, log};
-  pid_ = ForkExec(argv, Environment({}), fds);
+  pid_ = ForkExec(argv, Environment(options_.env), fds);
   const int fork_errno = errno;
   close(log);
   close(null);
   if (pid_ < 0) return ::testing::AssertionFailure() << "fork: " << std::strerror(fork_errno);
-  return WaitReady();
+  return ::testing::AssertionSuccess();
 }
 
 ::testing::AssertionResult ServerProcess::WaitReady() {
@@ -256,16 +267,17 @@ std::vector<std::string> ServerProcess::CommandLine() const {
     grpc::health::v1::HealthCheckResponse response;
     const grpc::Status s = health->Check(&context, grpc::health::v1::HealthCheckRequest(), &response);
     if (s.ok() && response.status() == grpc::health::v1::HealthCheckResponse::SERVING) {
-      // revkv-server starts its ops endpoint just after gRPC answers SERVING: ready means both (unless
-      // the test moved or disabled the endpoint with its own --metrics-listen).
+      // revkv-server's ops endpoint answers from the start, but /healthz says "recovering" until just
+      // after gRPC answers SERVING: ready means both (unless the test moved or disabled the endpoint
+      // with its own --metrics-listen).
       const bool own_ops_flag =
           std::any_of(options_.extra_flags.begin(), options_.extra_flags.end(),
                       [](const std::string& flag) { return flag.rfind("--metrics-listen", 0) == 0; });
-      if (options_.flavor != Flavor::kRevkv || own_ops_flag ||
-          HttpGet(metrics_port_, "/healthz").status != 0) {
+      if (options_.flavor != Flavor::kRevkv || own_ops_flag) return ::testing::AssertionSuccess();
+      const HttpResponse healthz = HttpGet(metrics_port_, "/healthz");
+      if (healthz.status != 0 && healthz.body.rfind("recovering", 0) != 0)
         return ::testing::AssertionSuccess();
-      }
-      last_error = "gRPC is SERVING, the ops endpoint does not answer yet";
+      last_error = "gRPC is SERVING, /healthz does not say so yet";
       std::this_thread::sleep_for(std::chrono::milliseconds(20));
       continue;
     }

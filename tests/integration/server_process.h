@@ -59,6 +59,13 @@ struct ServerOptions {
   // How NewChannel (and so the readiness check) connects: plaintext when null. A server started with
   // TLS flags in extra_flags needs matching TLS credentials here.
   std::shared_ptr<grpc::ChannelCredentials> channel_credentials;
+  std::map<std::string, std::string> env;  // added to (overriding) this process's environment
+  // revkv: give the ports and data directory with etcd's flags (--listen-client-urls, ...) instead of
+  // revkv's.
+  bool etcd_flag_names = false;
+  // revkv: the host the gRPC port listens on ("0.0.0.0" for every interface); clients still connect to
+  // 127.0.0.1.
+  std::string listen_host = "127.0.0.1";
 };
 
 // One server child process with its ports and data directory, which stay the same across restarts.
@@ -75,6 +82,10 @@ class ServerProcess {
   // Starts the server (again, with the same ports and data directory) and waits until it is ready.
   // Fails, with the log, if it exits or is not ready within start_timeout (it is then killed).
   ::testing::AssertionResult Start();
+  // Starts the server without waiting for it: for tests that watch what it does while starting. Then
+  // WaitReady() waits as Start does.
+  ::testing::AssertionResult Spawn();
+  ::testing::AssertionResult WaitReady();
   // SIGTERM; succeeds if the server exits with status 0 within stop_timeout (else it is killed). (etcd
   // re-raises SIGTERM after a clean shutdown: for etcd, that counts as a clean exit.)
   ::testing::AssertionResult Stop();
@@ -100,7 +111,6 @@ class ServerProcess {
 
  private:
   std::vector<std::string> CommandLine() const;
-  ::testing::AssertionResult WaitReady();
   // Waits for the child to exit; true with its wait status, false on timeout.
   bool WaitExit(std::chrono::milliseconds timeout, int* status);
 

@@ -184,6 +184,42 @@ TEST_F(Services, UnknownMethodsAndServicesAnswerUnimplemented) {
   EXPECT_TRUE(IsOk(Call(kv.get(), &etcdserverpb::KV::Stub::Put, PutOf("k", "v")).status));
 }
 
+// gRPC's own answer for a method nobody serves is UNIMPLEMENTED with an empty message. revkv says what
+// it does not implement (and why, where it can), and counts such calls by method: a declared method by
+// its name, anything else as "other" (so invented names cannot grow the metric without bound).
+TEST_F(Services, UnimplementedMethodsSayWhatRevkvDoesNotImplementAndAreCounted) {
+  const std::vector<std::string> methods = {
+      "/etcdserverpb.Cluster/MemberAdd",
+      "/etcdserverpb.Cluster/MemberAdd",
+      "/etcdserverpb.Cluster/MemberPromote",
+      "/etcdserverpb.KV/NoSuchMethod",
+      "/no.such.Service/Method",
+  };
+  const std::vector<grpc::Status> statuses = CallEmpty(methods, std::chrono::seconds(10));
+  for (size_t i = 0; i < methods.size(); ++i) {
+    EXPECT_EQ(statuses[i].error_code(), grpc::StatusCode::UNIMPLEMENTED) << methods[i];
+  }
+  EXPECT_EQ(statuses[0].error_message(),
+            "revkv does not implement /etcdserverpb.Cluster/MemberAdd: revkv is a single-member store, its "
+            "membership cannot change (see docs/migration-from-etcd.md)");
+  EXPECT_EQ(statuses[2].error_message(),
+            "revkv does not implement /etcdserverpb.Cluster/MemberPromote: revkv is a single-member store, its "
+            "membership cannot change (see docs/migration-from-etcd.md)");
+  EXPECT_EQ(statuses[3].error_message(),
+            "unknown method /etcdserverpb.KV/NoSuchMethod: revkv serves etcd 3.4's v3 API and revkv.v1 (see "
+            "docs/migration-from-etcd.md)");
+  EXPECT_NE(statuses[4].error_message().find("unknown method /no.such.Service/Method"), std::string::npos);
+
+  const HttpResponse metrics = HttpGet(server_.metrics_port(), "/metrics");
+  ASSERT_EQ(metrics.status, 200) << metrics.error;
+  for (const std::string sample :
+       {"revkv_unimplemented_requests_total{method=\"/etcdserverpb.Cluster/MemberAdd\"} 2\n",
+        "revkv_unimplemented_requests_total{method=\"/etcdserverpb.Cluster/MemberPromote\"} 1\n",
+        "revkv_unimplemented_requests_total{method=\"other\"} 2\n"}) {
+    EXPECT_NE(metrics.body.find(sample), std::string::npos) << sample << metrics.body;
+  }
+}
+
 // Watch runs on gRPC's callback API, the other services on completion queues, in one grpc::Server: a
 // watch stream sees a Put made through KV on the same channel, and KV keeps answering meanwhile.
 TEST_F(Services, WatchIsServedBesideTheCompletionQueueServices) {

@@ -319,8 +319,7 @@ TEST_F(SafepointTest, FourThreadsMutateTheirStructuresWhileTheWorldStopsRepeated
   std::printf("majors %llu, structure checks %llu, time-to-safepoint p50 %llu ns p99 %llu ns max %llu ns\n",
               static_cast<unsigned long long>(majors), static_cast<unsigned long long>(checks.load()),
               static_cast<unsigned long long>(tts.Quantile(0.5)),
-              static_cast<unsigned long long>(tts.Quantile(0.99)),
-              static_cast<unsigned long long>(tts.max_nanos));
+              static_cast<unsigned long long>(tts.Quantile(0.99)), static_cast<unsigned long long>(tts.max));
 }
 
 // The time-to-safepoint watchdog: a thread that runs 200 ms without polling holds up a stop past a

@@ -5,10 +5,17 @@
 #include <grpcpp/grpcpp.h>
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <chrono>
 #include <cmath>
+#include <fstream>
+#include <iterator>
 #include <nlohmann/json.hpp>
+#include <regex>
+#include <sstream>
 
+#include "absl/strings/str_cat.h"
+#include "absl/strings/str_format.h"
 #include "clients/bench/balance.h"
 #include "etcdserverpb/rpc.grpc.pb.h"
 #include "grpc/health/v1/health.grpc.pb.h"
@@ -203,6 +210,119 @@ TEST(BenchAgainstNullServer, JsonReportHasEveryFigure) {
     EXPECT_TRUE(r["requests"].contains(method));
   // The text report goes to stderr when stdout carries the JSON.
   EXPECT_NE(result.err.find("throughput"), std::string::npos) << result.err;
+}
+
+// What a person reads and plots: a progress line saying how far the run is ("2.0s of 2.5s"), etcd's
+// benchmark's latency histogram in the text report, HdrHistogram's percentile distribution (.hgrm) and
+// an SVG of throughput and latency over time, each consistent with the JSON report.
+TEST(BenchAgainstNullServer, ShowsProgressAHistogramAndWritesPercentilesAndAnSvg) {
+  std::unique_ptr<NullServer> server = StartNullServer();
+  ASSERT_NE(server, nullptr);
+  testing::TempDir dir;
+  const std::string hgrm = dir.path() + "/latency.hgrm";
+  const std::string svg = dir.path() + "/timeline.svg";
+  const ProcessResult result =
+      RunProcess({REVKV_BENCH_BINARY, "put", "--endpoints", Endpoint(*server), "--duration", "3", "--warmup",
+                  "0.5", "--json", "--percentiles-file", hgrm, "--svg", svg},
+                 std::chrono::seconds(120));
+  ASSERT_EQ(result.exit_code, 0) << result.err;
+  const nlohmann::json report = nlohmann::json::parse(result.out, nullptr, false);
+  ASSERT_FALSE(report.is_discarded()) << result.out;
+  const uint64_t ops = report["ops"];
+  ASSERT_GT(ops, 0u);
+
+  // Progress (stderr is not a terminal: one line a second), with the planned length.
+  EXPECT_TRUE(
+      std::regex_search(result.err, std::regex(R"(\[measure +[0-9]+\.[0-9]s of 3\.5s\] +[0-9]+ ops/s)")))
+      << result.err;
+
+  // The histogram: 11 lines whose counts add up to the measured operations.
+  const size_t at = result.err.find("latency histogram (ms");
+  ASSERT_NE(at, std::string::npos) << result.err;
+  std::istringstream lines(result.err.substr(at));
+  std::string line;
+  std::getline(lines, line);
+  uint64_t counted = 0;
+  int buckets = 0;
+  double previous_bound = -1;
+  while (std::getline(lines, line) && line.find('[') != std::string::npos) {
+    const double bound = std::stod(line);
+    EXPECT_GE(bound, previous_bound) << line;
+    previous_bound = bound;
+    std::string count = line.substr(line.find('[') + 1, line.find(']') - line.find('[') - 1);
+    count.erase(std::remove(count.begin(), count.end(), ','), count.end());
+    counted += std::stoull(count);
+    ++buckets;
+  }
+  EXPECT_EQ(buckets, 11);
+  EXPECT_EQ(counted, ops);
+  EXPECT_NE(result.err.find("\u220e"), std::string::npos);  // the bars
+
+  // The .hgrm file: HdrHistogram's header, rising values and percentiles, ending at 100% with every
+  // operation counted, and its footer.
+  std::ifstream hgrm_file(hgrm);
+  ASSERT_TRUE(hgrm_file.good()) << hgrm;
+  std::string header;
+  std::getline(hgrm_file, header);
+  EXPECT_EQ(header, "       Value     Percentile TotalCount 1/(1-Percentile)");
+  double last_value = 0, last_percentile = -1;
+  uint64_t last_total = 0;
+  int rows = 0;
+  std::string footer;
+  while (std::getline(hgrm_file, line)) {
+    if (line.empty()) continue;
+    if (line[0] == '#') {
+      footer += line + "\n";
+      continue;
+    }
+    std::istringstream fields(line);
+    double value = 0, percentile = 0;
+    uint64_t total = 0;
+    ASSERT_TRUE(fields >> value >> percentile >> total) << line;
+    EXPECT_GE(value, last_value) << line;
+    EXPECT_GE(percentile, last_percentile) << line;
+    EXPECT_GE(total, last_total) << line;
+    last_value = value;
+    last_percentile = percentile;
+    last_total = total;
+    ++rows;
+  }
+  EXPECT_GT(rows, 20);
+  EXPECT_EQ(last_percentile, 1.0);
+  EXPECT_EQ(last_total, ops);
+  EXPECT_NEAR(last_value, report["latency_us"]["max"].get<double>() / 1000.0, 0.001);
+  EXPECT_NE(footer.find("Total count    = " + absl::StrFormat("%12d", ops)), std::string::npos) << footer;
+
+  // The SVG: well-formed XML (xmllint), one throughput point per measured second, p50 and p99 lines.
+  const ProcessResult lint = RunProcess({"/usr/bin/xmllint", "--noout", svg}, std::chrono::seconds(30));
+  EXPECT_EQ(lint.exit_code, 0) << lint.err;
+  std::ifstream svg_file(svg);
+  const std::string chart((std::istreambuf_iterator<char>(svg_file)), std::istreambuf_iterator<char>());
+  for (const char* series : {"ops_per_second", "p50", "p99"}) {
+    EXPECT_NE(chart.find(absl::StrCat("<polyline class=\"", series, "\"")), std::string::npos) << series;
+  }
+  const size_t points_at = chart.find("points=\"", chart.find("class=\"ops_per_second\""));
+  const std::string points = chart.substr(points_at + 8, chart.find('"', points_at + 8) - points_at - 8);
+  const size_t point_count = std::count(points.begin(), points.end(), ',');
+  EXPECT_EQ(point_count, report["timeline"].size());
+  EXPECT_GE(point_count, 3u) << points;
+  EXPECT_LE(point_count, 5u) << points;
+  double timeline_ops = 0;
+  for (const auto& s : report["timeline"]) {
+    EXPECT_LE(s["p50_us"].get<uint64_t>(), s["p99_us"].get<uint64_t>()) << s;
+    timeline_ops += s["ops_per_second"].get<double>();
+  }
+  EXPECT_GT(timeline_ops, 0);
+}
+
+TEST(BenchOptions, PercentilesAndSvgDescribeOneRunNotAComparison) {
+  const ProcessResult r = RunProcess(
+      {REVKV_BENCH_BINARY, "put", "--compare", "127.0.0.1:1", "127.0.0.1:2", "--svg", "/tmp/never.svg"},
+      std::chrono::seconds(30));
+  EXPECT_EQ(r.exit_code, 2) << r.err;
+  EXPECT_NE(r.err.find("--percentiles-file and --svg describe one run: not with --compare"),
+            std::string::npos)
+      << r.err;
 }
 
 TEST(BenchAgainstNullServer, CompareRunsBothEndpointsInRoundsAndReportsRatios) {

@@ -29,7 +29,7 @@ TEST_F(CliAdmin, StatusShowsTheServerItsRevisionAndConfiguration) {
   Ok({"put", "k", "v"});
   const std::string out = Ok({"status"});
   for (const std::string& expected :
-       {"endpoint        " + server_.address(), std::string("version         3.4.0-revkv."),
+       {"endpoint        " + server_.address(), std::string("version         3.4.0+revkv."),
         std::string("revision        2\n"), std::string("errors          none\n"),
         "data dir        " + server_.data_dir() + "\n", "listen          " + server_.address() + "\n",
         std::string("fsync           always\n")}) {
@@ -40,7 +40,7 @@ TEST_F(CliAdmin, StatusShowsTheServerItsRevisionAndConfiguration) {
 TEST_F(CliAdmin, StatusJsonHoldsEtcdsStatusAndRevkvsServerInfo) {
   const nlohmann::json status = Json({"status"});
   EXPECT_EQ(status["endpoint"], server_.address());
-  EXPECT_EQ(status["status"]["version"].get<std::string>().rfind("3.4.0-revkv.", 0), 0u) << status;
+  EXPECT_EQ(status["status"]["version"].get<std::string>().rfind("3.4.0+revkv.", 0), 0u) << status;
   EXPECT_EQ(JsonInt(status["status"]["header"]["revision"]), 1);
   EXPECT_EQ(status["status"]["leader"], status["status"]["header"]["member_id"]);
   EXPECT_EQ(status["server_info"]["data_dir"], server_.data_dir());

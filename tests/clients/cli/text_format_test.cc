@@ -74,5 +74,20 @@ TEST(Table, WithoutAHeaderTrimsTrailingBlanks) {
             "errors\n");
 }
 
+// etcdctl -w table's boxes (olekukonko/tablewriter): header centred, the odd space to the right.
+TEST(Table, BoxedAsEtcdctlDrawsIt) {
+  Table table({"KEY", "VERSION"});
+  table.AlignRight(1);
+  table.AddRow({"a", "1"});
+  table.AddRow({"long-key", "12"});
+  EXPECT_EQ(table.RenderBoxed(),
+            "+----------+---------+\n"
+            "|   KEY    | VERSION |\n"
+            "+----------+---------+\n"
+            "| a        |       1 |\n"
+            "| long-key |      12 |\n"
+            "+----------+---------+\n");
+}
+
 }  // namespace
 }  // namespace revkv::client

@@ -7,12 +7,16 @@
 
 #include <cstdio>
 #include <fstream>
+#include <map>
+#include <regex>
 #include <sstream>
 #include <string>
 #include <vector>
 
 #include "gtest/gtest.h"
+#include "server/config/etcd_flags.h"
 #include "server/config/settings.h"
+#include "server/config/version.h"
 
 namespace revkv::server {
 namespace {
@@ -20,6 +24,7 @@ namespace {
 // Every flag the server must have (the brief's list); a setting missing from the table fails here.
 const std::vector<std::string> kExpectedFlags = {"name",
                                                  "listen",
+                                                 "advertise-client-urls",
                                                  "metrics-listen",
                                                  "workers",
                                                  "data-dir",
@@ -359,6 +364,226 @@ TEST(Config, ConfigFileErrorsNameTheFileKeyAndLine) {
   EXPECT_CONTAINS(Error({"--config", value, "--fsync", "always"}), "key 'fsync'");
 }
 
+// `listen = 127.0.0.1:2379` is a TOML syntax error that toml++ reports as a bad "time"; the message
+// must say to quote the value instead, with the line to write.
+TEST(Config, AnUnquotedValueInTheFileIsExplained) {
+  const std::string address = WriteFile("unquoted_address.toml", "name = \"a\"\nlisten = 127.0.0.1:2379\n");
+  const std::string error = Error({"--config", address});
+  EXPECT_CONTAINS(error, "config file " + address + ":2: the value of 'listen' is not quoted");
+  EXPECT_CONTAINS(error, "write listen = \"127.0.0.1:2379\"");
+  EXPECT_EQ(error.find("time"), std::string::npos) << error;
+  const std::string size = WriteFile("unquoted_size.toml", "max_heap = 64MiB   # comment\n");
+  EXPECT_CONTAINS(Error({"--config", size}),
+                  "a size with a unit is a string and must be quoted in TOML): write "
+                  "max_heap = \"64MiB\"");
+  const std::string duration = WriteFile("unquoted_duration.toml", "\nfsync_interval = 10ms\n");
+  EXPECT_CONTAINS(Error({"--config", duration}),
+                  ":2: the value of 'fsync_interval' is not quoted (a duration");
+  // Other syntax errors keep toml++'s own description, with the column.
+  const std::string other = WriteFile("other_syntax.toml", "name = \"unterminated\n");
+  EXPECT_CONTAINS(Error({"--config", other}), "config file " + other + ":1:");
+  EXPECT_EQ(Error({"--config", other}).find("is not quoted"), std::string::npos);
+}
+
+TEST(Config, DescribeEchoesSizesAndDurationsInTheUnitsGiven) {
+  const ServerConfig flags = Parse({"--max-heap", "1TB", "--history-duration", "90s", "--nursery-size=8MiB"});
+  const std::string text = flags.Describe();
+  EXPECT_CONTAINS(text, "max-heap             1TB\n");
+  EXPECT_CONTAINS(text, "history-duration     90s\n");
+  EXPECT_CONTAINS(text, "nursery-size         8MiB\n");
+  EXPECT_EQ(flags.max_heap, 1000000000000u);
+  // From the file as well, and a flag given after it wins in the echo as in the value.
+  const std::string file = WriteFile("as_given.toml", "max_heap = \"2000MB\"\nwal_segment_size = 1048576\n");
+  const ServerConfig from_file = Parse({"--config", file});
+  EXPECT_CONTAINS(from_file.Describe(), "max-heap             2000MB\n");
+  EXPECT_CONTAINS(from_file.Describe(), "wal-segment-size     1048576\n");
+  EXPECT_CONTAINS(Parse({"--config", file, "--max-heap", "3GiB"}).Describe(), "max-heap             3GiB\n");
+  // Not given: the formatter's choice.
+  EXPECT_CONTAINS(Parse({}).Describe(), "max-heap             2GiB\n");
+}
+
+// ----- etcd's names and the environment (server/config/etcd_flags.h) -----
+
+ServerConfig ParseEnv(const std::vector<std::string>& args, const std::map<std::string, std::string>& env) {
+  absl::StatusOr<CommandLine> parsed = ParseCommandLine(args, env);
+  EXPECT_TRUE(parsed.ok()) << parsed.status();
+  return parsed.ok() ? parsed->config : ServerConfig{};
+}
+
+std::string EnvError(const std::vector<std::string>& args, const std::map<std::string, std::string>& env) {
+  absl::StatusOr<CommandLine> parsed = ParseCommandLine(args, env);
+  EXPECT_FALSE(parsed.ok());
+  return parsed.ok() ? "" : std::string(parsed.status().message());
+}
+
+TEST(EtcdNames, EtcdsFlagsSetTheSettingsTheyMean) {
+  const ServerConfig c =
+      Parse({"--listen-client-urls", "http://0.0.0.0:12379", "--listen-metrics-urls",
+             "http://127.0.0.1:12381/", "--advertise-client-urls", "http://db-1.example:12379", "--name",
+             "n1", "--data-dir", "/d", "--max-txn-ops", "7", "--max-request-bytes", "4096"});
+  EXPECT_EQ(c.listen, "0.0.0.0:12379");
+  EXPECT_EQ(c.metrics_listen, "127.0.0.1:12381");
+  EXPECT_EQ(c.AdvertisedClientUrls(), std::vector<std::string>{"http://db-1.example:12379"});
+  EXPECT_FALSE(c.advertise_derived);
+  EXPECT_EQ(c.name, "n1");
+  EXPECT_EQ(c.data_dir, "/d");
+  EXPECT_EQ(c.max_txn_ops, 7);
+  EXPECT_EQ(c.max_request_bytes, 4096u);
+
+  // Auto-compaction: revision keeps a count, periodic a time (a bare number is hours), 0 turns it off.
+  const ServerConfig revision =
+      Parse({"--auto-compaction-mode=revision", "--auto-compaction-retention=1000"});
+  EXPECT_EQ(revision.history_revisions, 1000u);
+  EXPECT_EQ(revision.history_duration, absl::ZeroDuration());
+  const ServerConfig periodic =
+      Parse({"--auto-compaction-mode", "periodic", "--auto-compaction-retention", "30m"});
+  EXPECT_EQ(periodic.history_revisions, 0u);
+  EXPECT_EQ(periodic.history_duration, absl::Minutes(30));
+  EXPECT_EQ(Parse({"--auto-compaction-retention", "3"}).history_duration, absl::Hours(3));  // mode periodic
+  const ServerConfig off = Parse({"--auto-compaction-mode", "periodic"});
+  EXPECT_EQ(off.history_revisions, 0u);
+  EXPECT_EQ(off.history_duration, absl::ZeroDuration());
+}
+
+TEST(EtcdNames, TheirMistakesAreNamed) {
+  EXPECT_CONTAINS(
+      Error({"--listen-client-urls", "http://127.0.0.1:1,http://127.0.0.1:2"}),
+      "--listen-client-urls: 'http://127.0.0.1:1,http://127.0.0.1:2' names 2 URLs: revkv listens on one "
+      "address");
+  EXPECT_CONTAINS(Error({"--listen-client-urls", "127.0.0.1:2379"}),
+                  "--listen-client-urls: invalid URL '127.0.0.1:2379' (expected http://HOST:PORT");
+  EXPECT_CONTAINS(Error({"--listen-client-urls", "https://127.0.0.1:2379"}),
+                  "names an https:// URL: set --cert-file and --key-file too");
+  EXPECT_CONTAINS(Error({"--listen-metrics-urls", "https://127.0.0.1:2381"}), "plain HTTP only");
+  EXPECT_CONTAINS(Error({"--listen", "127.0.0.1:1", "--listen-client-urls", "http://127.0.0.1:2"}),
+                  "--listen and --listen-client-urls both set listen: give one of them");
+  EXPECT_CONTAINS(Error({"--auto-compaction-mode", "hourly"}),
+                  "--auto-compaction-mode: invalid value 'hourly' (accepted: periodic, revision)");
+  EXPECT_CONTAINS(Error({"--auto-compaction-mode=revision", "--auto-compaction-retention=1h"}),
+                  "--auto-compaction-retention: with mode revision, a number of revisions");
+  EXPECT_CONTAINS(Error({"--advertise-client-urls", "http://0.0.0.0:2379"}), "advertises a wildcard address");
+  EXPECT_CONTAINS(Error({"--initial-cluster", "a=http://x:2380"}),
+                  "unknown flag or argument: --initial-cluster");
+}
+
+TEST(EtcdNames, TheAdvertisedUrlIsNeverAWildcard) {
+  EXPECT_EQ(Parse({}).advertise_client_urls, "http://127.0.0.1:2379");
+  EXPECT_TRUE(Parse({}).advertise_derived);
+  const ServerConfig wildcard = Parse({"--listen", "0.0.0.0:2379"});
+  char host[256] = {};
+  ASSERT_EQ(gethostname(host, sizeof(host) - 1), 0);
+  EXPECT_EQ(wildcard.advertise_client_urls, "http://" + std::string(host) + ":2379");
+}
+
+// Values for every setting, none of them the default (tied to the table by the check below).
+std::map<std::string, std::string> NonDefaultValues() {
+  return {{"name", "node-a"},
+          {"listen", "0.0.0.0:12379"},
+          {"advertise-client-urls", "http://a.example:12379,http://b.example:12379"},
+          {"metrics-listen", ""},
+          {"workers", "3"},
+          {"data-dir", "/var/lib/x"},
+          {"fsync", "interval"},
+          {"fsync-interval", "250ms"},
+          {"wal-segment-size", "16MiB"},
+          {"checkpoint-interval", "0"},
+          {"checkpoint-keep", "5"},
+          {"history-revisions", "0"},
+          {"history-duration", "1h"},
+          {"watch-progress-notify-interval", "1m"},
+          {"max-heap", "8GiB"},
+          {"nursery-size", "512KiB"},
+          {"evacuation-reserve", "off"},
+          {"quota-backend-bytes", "1GiB"},
+          {"max-request-bytes", "2097152"},
+          {"max-txn-ops", "1024"},
+          {"measure-reads-before-durable", "on"},
+          {"cert-file", WriteFile("env_cert.pem", "cert")},
+          {"key-file", WriteFile("env_key.pem", "key")},
+          {"trusted-ca-file", WriteFile("env_ca.pem", "ca")},
+          {"client-cert-auth", "true"},
+          {"auth-token-ttl", "600"},
+          {"bcrypt-cost", "5"},
+          {"log-level", "debug"},
+          {"log-format", "json"}};
+}
+
+// REVKV_<NAME> comes from the table of settings, so a setting added there has its variable at once:
+// every setting set through its variable gives the configuration the flags give.
+TEST(Environment, EverySettingHasARevkvVariable) {
+  const std::map<std::string, std::string> values = NonDefaultValues();
+  std::vector<std::string> flags;
+  std::map<std::string, std::string> env;
+  for (const config::Setting& setting : config::Settings()) {
+    auto it = values.find(setting.flag);
+    ASSERT_NE(it, values.end()) << "give NonDefaultValues() a value for --" << setting.flag;
+    env[config::EnvName("REVKV_", setting.flag)] = it->second;
+    if (setting.kind == config::ValueKind::kBool) {
+      flags.push_back("--" + setting.flag + "=" + it->second);
+    } else {
+      flags.push_back("--" + setting.flag);
+      flags.push_back(it->second);
+    }
+  }
+  EXPECT_EQ(env.count("REVKV_MAX_HEAP"), 1u);
+  EXPECT_EQ(env.count("REVKV_WATCH_PROGRESS_NOTIFY_INTERVAL"), 1u);
+  const ServerConfig from_flags = Parse(flags);
+  const ServerConfig from_env = ParseEnv({}, env);
+  EXPECT_EQ(from_env.Describe(), from_flags.Describe());
+  EXPECT_NE(from_env.Describe(), Parse({}).Describe());
+}
+
+TEST(Environment, EtcdsVariablesSetWhatEtcdsFlagsSet) {
+  const ServerConfig c = ParseEnv({}, {{"ETCD_NAME", "e1"},
+                                       {"ETCD_DATA_DIR", "/e"},
+                                       {"ETCD_LISTEN_CLIENT_URLS", "http://0.0.0.0:22379"},
+                                       {"ETCD_ADVERTISE_CLIENT_URLS", "http://e1.example:22379"},
+                                       {"ETCD_LISTEN_METRICS_URLS", "http://127.0.0.1:22381"},
+                                       {"ETCD_AUTO_COMPACTION_MODE", "revision"},
+                                       {"ETCD_AUTO_COMPACTION_RETENTION", "500"},
+                                       {"ETCD_MAX_TXN_OPS", "9"}});
+  EXPECT_EQ(c.name, "e1");
+  EXPECT_EQ(c.data_dir, "/e");
+  EXPECT_EQ(c.listen, "0.0.0.0:22379");
+  EXPECT_EQ(c.advertise_client_urls, "http://e1.example:22379");
+  EXPECT_EQ(c.metrics_listen, "127.0.0.1:22381");
+  EXPECT_EQ(c.history_revisions, 500u);
+  EXPECT_EQ(c.max_txn_ops, 9);
+  // revkv's own names are not read with ETCD_ (etcd has no --max-heap), and errors name the variable.
+  EXPECT_EQ(ParseEnv({}, {{"ETCD_MAX_HEAP", "8GiB"}}).max_heap, uint64_t{2} << 30);
+  EXPECT_CONTAINS(EnvError({}, {{"REVKV_FSYNC", "sometimes"}}), "REVKV_FSYNC: invalid value 'sometimes'");
+  EXPECT_CONTAINS(EnvError({}, {{"ETCD_LISTEN_CLIENT_URLS", "localhost:2379"}}),
+                  "ETCD_LISTEN_CLIENT_URLS: invalid URL");
+}
+
+TEST(Environment, VariablesThatNameNothingAreReportedNotFatal) {
+  absl::StatusOr<CommandLine> parsed = ParseCommandLine({}, {{"REVKV_MAX_HEAPP", "1GiB"},
+                                                             {"ETCD_INITIAL_CLUSTER", "a=http://x:2380"},
+                                                             {"ETCDCTL_API", "3"},
+                                                             {"HOME", "/root"}});
+  ASSERT_TRUE(parsed.ok()) << parsed.status();
+  ASSERT_EQ(parsed->warnings.size(), 2u) << testing::PrintToString(parsed->warnings);
+  EXPECT_CONTAINS(parsed->warnings[0], "ETCD_INITIAL_CLUSTER is set but is not a revkv setting: ignored");
+  EXPECT_CONTAINS(parsed->warnings[1], "REVKV_MAX_HEAPP is set but is not a revkv setting: ignored");
+}
+
+// defaults < TOML file < ETCD_* < REVKV_* < flags.
+TEST(Environment, PrecedenceIsDefaultsFileEtcdVariablesRevkvVariablesFlags) {
+  const std::string file = WriteFile("precedence_env.toml", "max_txn_ops = 10\n");
+  const std::map<std::string, std::string> both = {{"ETCD_MAX_TXN_OPS", "20"}, {"REVKV_MAX_TXN_OPS", "30"}};
+  EXPECT_EQ(ParseEnv({}, {}).max_txn_ops, 128);
+  EXPECT_EQ(ParseEnv({"--config", file}, {}).max_txn_ops, 10);
+  EXPECT_EQ(ParseEnv({"--config", file}, {{"ETCD_MAX_TXN_OPS", "20"}}).max_txn_ops, 20);
+  EXPECT_EQ(ParseEnv({"--config", file}, both).max_txn_ops, 30);
+  EXPECT_EQ(ParseEnv({"--config", file, "--max-txn-ops", "40"}, both).max_txn_ops, 40);
+  // A converted etcd name follows the same order: REVKV_LISTEN beats ETCD_LISTEN_CLIENT_URLS, and a flag
+  // beats both.
+  const std::map<std::string, std::string> listen = {{"ETCD_LISTEN_CLIENT_URLS", "http://127.0.0.1:1"},
+                                                     {"REVKV_LISTEN", "127.0.0.1:2"}};
+  EXPECT_EQ(ParseEnv({}, listen).listen, "127.0.0.1:2");
+  EXPECT_EQ(ParseEnv({"--listen-client-urls", "http://127.0.0.1:3"}, listen).listen, "127.0.0.1:3");
+}
+
 TEST(Config, HelpExplainsEveryFlagWithDefaultsAndUnits) {
   absl::StatusOr<CommandLine> parsed = ParseCommandLine({"--help"});
   ASSERT_TRUE(parsed.ok()) << parsed.status();
@@ -381,10 +606,29 @@ TEST(Config, TableHasExactlyTheExpectedSettings) {
   EXPECT_EQ(flags, kExpectedFlags);
 }
 
-TEST(Config, VersionFlag) {
+TEST(Config, VersionFlagPrintsTheVersionClientsSee) {
   absl::StatusOr<CommandLine> parsed = ParseCommandLine({"--version"});
   ASSERT_TRUE(parsed.ok());
-  EXPECT_EQ(parsed->exit_text.value_or(""), "revkv-server " REVKV_VERSION "\n");
+  EXPECT_EQ(parsed->exit_text.value_or(""), "revkv-server " + std::string(kServerVersion) + "\n");
+}
+
+// Semantic Versioning 2.0.0's own grammar (semver.org, "Is there a suggested regular expression").
+const std::regex kSemver(
+    R"(^(0|[1-9]\d*)\.(0|[1-9]\d*)\.(0|[1-9]\d*))"
+    R"((?:-((?:0|[1-9]\d*|\d*[a-zA-Z-][0-9a-zA-Z-]*)(?:\.(?:0|[1-9]\d*|\d*[a-zA-Z-][0-9a-zA-Z-]*))*))?)"
+    R"((?:\+([0-9a-zA-Z-]+(?:\.[0-9a-zA-Z-]+)*))?$)");
+
+// etcd clients compare the server's version with etcd versions ("at least 3.4.0"): it must be valid
+// semver, compare equal to etcd 3.4.0 (build metadata does not count; a pre-release would sort below it)
+// and still name revkv and its own version.
+TEST(Config, TheVersionIsSemverThatComparesAsEtcd34) {
+  const std::string version(kServerVersion);
+  std::smatch m;
+  ASSERT_TRUE(std::regex_match(version, m, kSemver)) << version;
+  EXPECT_EQ(m[1].str() + "." + m[2].str() + "." + m[3].str(), std::string(kEtcdApiVersion));
+  EXPECT_EQ(m[4].str(), "") << "a pre-release sorts below " << kEtcdApiVersion << ": " << version;
+  EXPECT_EQ(m[5].str(), "revkv." + std::string(kRevkvVersion)) << version;
+  EXPECT_EQ(kEtcdApiVersion.substr(0, 4), "3.4.");
 }
 
 TEST(ConfigDeathTest, ParseConfigExitsZeroOnHelpAndVersion) {
@@ -407,7 +651,7 @@ TEST(ConfigDeathTest, ParseConfigExitsZeroOnHelpAndVersion) {
   const char* bad_argv[] = {"revkv-server", "--fsync=sometimes", nullptr};
   EXPECT_EQ(ParseConfig(2, const_cast<char**>(bad_argv)).status().code(), absl::StatusCode::kInvalidArgument);
   const char* good_argv[] = {"revkv-server", "--name=n", nullptr};
-  EXPECT_EQ(ParseConfig(2, const_cast<char**>(good_argv))->name, "n");
+  EXPECT_EQ(ParseConfig(2, const_cast<char**>(good_argv))->config.name, "n");
 }
 
 TEST(Config, DescribeHasOneLinePerSetting) {

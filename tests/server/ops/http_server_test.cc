@@ -328,6 +328,104 @@ TEST_F(HttpServerTest, GarbageGets400AndCloseWhileOthersAreServed) {
   ExpectServing();
 }
 
+// Each malformed request head is answered with its status and the connection closed; the server goes on.
+TEST_F(HttpServerTest, MalformedRequestsGetTheirStatusAndClose) {
+  StartServer();
+  struct BadCase {
+    const char* name;
+    std::string text;
+    int status;
+  };
+  const BadCase cases[] = {
+      {"no version", "GET /\r\n\r\n", 400},
+      {"double space", "GET  / HTTP/1.1\r\nHost: x\r\n\r\n", 400},
+      {"lower-case version", "GET / http/1.1\r\nHost: x\r\n\r\n", 400},
+      {"HTTP/2", "GET / HTTP/2.0\r\nHost: x\r\n\r\n", 505},
+      {"relative target", "GET metrics HTTP/1.1\r\nHost: x\r\n\r\n", 400},
+      {"asterisk target", "OPTIONS * HTTP/1.1\r\nHost: x\r\n\r\n", 400},
+      {"missing host", "GET / HTTP/1.1\r\n\r\n", 400},
+      {"two hosts", "GET / HTTP/1.1\r\nHost: a\r\nHost: b\r\n\r\n", 400},
+      {"space before colon", "GET / HTTP/1.1\r\nHost : x\r\n\r\n", 400},
+      {"no colon", "GET / HTTP/1.1\r\nHost x\r\n\r\n", 400},
+      {"obsolete folding", "GET / HTTP/1.1\r\nHost: x\r\nX-A: 1\r\n  2\r\n\r\n", 400},
+      {"NUL in header", std::string("GET / HTTP/1.1\r\nHost: x\0y\r\n\r\n", 29), 400},
+      {"bad content length", "GET / HTTP/1.1\r\nHost: x\r\nContent-Length: 1x\r\n\r\n", 400},
+      {"conflicting lengths", "GET / HTTP/1.1\r\nHost: x\r\nContent-Length: 1\r\nContent-Length: 2\r\n\r\n",
+       400},
+      {"bad percent escape", "GET /a%zz HTTP/1.1\r\nHost: x\r\n\r\n", 400},
+      {"encoded NUL", "GET /a%00 HTTP/1.1\r\nHost: x\r\n\r\n", 400},
+      {"bad query escape", "GET /a?x=%4 HTTP/1.1\r\nHost: x\r\n\r\n", 400},
+  };
+  for (const BadCase& c : cases) {
+    TestClient client(port());
+    ASSERT_TRUE(client.Send(c.text)) << c.name;
+    std::string rest;
+    EXPECT_TRUE(client.WaitForClose(&rest)) << c.name;
+    EXPECT_EQ(rest.rfind("HTTP/1.1 " + std::to_string(c.status) + " ", 0), 0u) << c.name << ": " << rest;
+    EXPECT_NE(rest.find("Connection: close\r\n"), std::string::npos) << c.name;
+  }
+  ExpectServing();
+}
+
+// Empty lines before a request line are skipped (RFC 9112 section 2.2); a head with bare line feeds is
+// refused at once (Beast's parser requires CRLF; RFC 9112 lets a server do either), not left to time out.
+TEST_F(HttpServerTest, LeadingEmptyLinesAreSkippedAndBareLineFeedsRefusedAtOnce) {
+  StartServer();
+  {
+    TestClient client(port());
+    ASSERT_TRUE(client.Send("\r\n\r\n" + Get("/echo")));
+    const std::optional<Response> response = client.ReadResponse();
+    ASSERT_TRUE(response.has_value());
+    EXPECT_EQ(response->status, 200);
+  }
+  TestClient client(port(), std::chrono::milliseconds(2000));
+  ASSERT_TRUE(client.Send("GET /echo HTTP/1.1\nHost: x\n\n"));
+  std::string rest;
+  EXPECT_TRUE(client.WaitForClose(&rest));
+  EXPECT_EQ(rest.rfind("HTTP/1.1 400 Bad Request\r\n", 0), 0u) << rest;
+}
+
+TEST_F(HttpServerTest, TooManyHeaderFieldsGet431) {
+  HttpServer::Options options = LocalOptions();
+  options.max_headers = 3;
+  StartServer(options);
+  {
+    TestClient client(port());
+    ASSERT_TRUE(client.Send(Get("/echo", "A: 1\r\nB: 2\r\n")));  // Host, A, B: three
+    const std::optional<Response> response = client.ReadResponse();
+    ASSERT_TRUE(response.has_value());
+    EXPECT_EQ(response->status, 200);
+  }
+  TestClient client(port());
+  ASSERT_TRUE(client.Send(Get("/echo", "A: 1\r\nB: 2\r\nC: 3\r\n")));
+  std::string rest;
+  EXPECT_TRUE(client.WaitForClose(&rest));
+  EXPECT_EQ(rest.rfind("HTTP/1.1 431 Request Header Fields Too Large\r\n", 0), 0u) << rest;
+}
+
+// The body of a request is never read: the request is answered and the connection closed, so the body
+// cannot be taken for the next request.
+TEST_F(HttpServerTest, ARequestWithABodyIsAnsweredAndTheConnectionClosed) {
+  StartServer();
+  for (const std::string framing : {"Content-Length: 5\r\n", "Transfer-Encoding: chunked\r\n"}) {
+    TestClient client(port());
+    ASSERT_TRUE(client.Send("POST /echo HTTP/1.1\r\nHost: x\r\n" + framing + "\r\nGET /x HTTP/1.1\r\n"));
+    const std::optional<Response> response = client.ReadResponse();
+    ASSERT_TRUE(response.has_value()) << framing;
+    EXPECT_EQ(response->status, 405) << framing;
+    EXPECT_EQ(response->Header("connection"), "close") << framing;
+    EXPECT_TRUE(client.WaitForClose()) << framing;
+  }
+  TestClient client(port());  // Content-Length: 0 is no body: the connection stays open
+  ASSERT_TRUE(client.Send(Get("/echo", "Content-Length: 0\r\n")));
+  ASSERT_TRUE(client.ReadResponse().has_value());
+  ASSERT_TRUE(client.Send(Get("/echo", "Connection: close\r\n")));
+  const std::optional<Response> last = client.ReadResponse();
+  ASSERT_TRUE(last.has_value());
+  EXPECT_EQ(last->Header("connection"), "close");
+  EXPECT_TRUE(client.WaitForClose());
+}
+
 TEST_F(HttpServerTest, OversizedHeadersGet431AndClose) {
   HttpServer::Options options = LocalOptions();
   options.max_header_bytes = 4096;
