@@ -31,8 +31,11 @@ void Connection::StartPhase(const PhasePlan& plan) {
   next_preload_key_ = index;
   limiter_.reset();
   if (plan.kind == Phase::kMeasured && plan.rate > 0) {
-    // Each connection paces its share; it may bank at most one token per slot.
-    limiter_.emplace(plan.rate / plan.connections, static_cast<double>(config_.inflight), plan.start);
+    // Each connection paces its share; it banks one token per slot, or the starts of `rate_backlog`
+    // seconds when that is more.
+    const double rate = plan.rate / plan.connections;
+    limiter_.emplace(rate, std::max(static_cast<double>(config_.inflight), rate * plan.rate_backlog),
+                     plan.start);
   }
   OnPhaseStart();
   for (auto& slot : slots_) StartNext(*slot);

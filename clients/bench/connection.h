@@ -36,6 +36,8 @@ struct PhasePlan {
   uint64_t preload_keys = 0;  // preload: keys [0, preload_keys), spread over the connections
   int connections = 1;
   double rate = 0;                          // operations per second over all connections; 0: unlimited
+  double rate_backlog = 0;                  // seconds of missed starts a paced phase may catch up (see
+                                            // BenchOptions::rate_backlog); 0: one per slot
   const std::atomic<bool>* stop = nullptr;  // when set (SIGINT), start nothing more
 };
 

@@ -78,6 +78,10 @@ void AddBenchFlags(CLI::App& app, BenchOptions* o) {
   app.add_option("--rate", o->rate, "total operations per second, paced open-loop; 0: unlimited")
       ->capture_default_str()
       ->check(CLI::NonNegativeNumber);
+  AddDurationOption(app, "--rate-backlog", &o->rate_backlog,
+                    "with --rate: how far behind schedule the client may fall and still start every missed "
+                    "operation, each timed from its scheduled start (so a server stall shorter than this is "
+                    "measured in full); 0: one missed start per in-flight slot");
   AddDurationOption(app, "--warmup", &o->warmup, "load before measuring, excluded from the figures");
   AddDurationOption(app, "--timeout", &o->timeout,
                     "deadline of each request (unary) or of the stream past the end (pipeline); 0: none");

@@ -239,12 +239,14 @@ nlohmann::json ToJson(const RunReport& r, const BenchOptions& o) {
   if (r.run_order > 0) json["run_order"] = r.run_order;
   json["host_load_average"] = {{"start", r.load_average_start}, {"end", r.load_average_end}};
   json["client_cpu_percent"] = r.client_cpu_percent;
+  if (r.measure_start_unix_us > 0) json["measure_start_unix_us"] = r.measure_start_unix_us;
   nlohmann::json timeline = nlohmann::json::array();
   for (const TimelineSample& s : r.timeline) {
     timeline.push_back({{"seconds", s.seconds},
                         {"ops_per_second", s.ops_per_second},
                         {"p50_us", s.p50_us},
-                        {"p99_us", s.p99_us}});
+                        {"p99_us", s.p99_us},
+                        {"p999_us", s.p999_us}});
   }
   json["timeline"] = std::move(timeline);
   return json;
@@ -416,7 +418,7 @@ std::string TimelineSvg(const RunReport& r, const BenchOptions& o) {
   for (const TimelineSample& s : r.timeline) {
     last_second = std::max(last_second, s.seconds);
     top_rate = std::max(top_rate, s.ops_per_second);
-    top_latency = std::max(top_latency, static_cast<double>(s.p99_us) / 1000.0);
+    top_latency = std::max(top_latency, static_cast<double>(s.p999_us) / 1000.0);
   }
   top_rate *= 1.1;
   top_latency *= 1.1;
@@ -468,8 +470,9 @@ std::string TimelineSvg(const RunReport& r, const BenchOptions& o) {
         {{"ops_per_second", [](const TimelineSample& s) { return s.ops_per_second; }}}, {"#1f77b4"});
   panel(kTop + kPanel + kGap, top_latency, "latency (ms)",
         {{"p50", [](const TimelineSample& s) { return static_cast<double>(s.p50_us) / 1000.0; }},
-         {"p99", [](const TimelineSample& s) { return static_cast<double>(s.p99_us) / 1000.0; }}},
-        {"#2ca02c", "#d62728"});
+         {"p99", [](const TimelineSample& s) { return static_cast<double>(s.p99_us) / 1000.0; }},
+         {"p99.9", [](const TimelineSample& s) { return static_cast<double>(s.p999_us) / 1000.0; }}},
+        {"#2ca02c", "#d62728", "#9467bd"});
   for (int tick = 0; tick <= 5; ++tick) {
     const double seconds = last_second * tick / 5;
     absl::StrAppendFormat(&svg, "<text x=\"%.1f\" y=\"%.0f\" text-anchor=\"middle\">%.1f s</text>\n",

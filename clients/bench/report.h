@@ -32,6 +32,7 @@ struct TimelineSample {
   double ops_per_second = 0;  // measured operations completed in the interval, per second
   uint64_t p50_us = 0;        // latency of those operations
   uint64_t p99_us = 0;
+  uint64_t p999_us = 0;
 };
 
 // One run against one endpoint list.
@@ -49,6 +50,9 @@ struct RunReport {
   // percentage of one core (200 = two cores busy); -1: unknown. A client near its cores' limit is the
   // bottleneck, whatever the server could do.
   double client_cpu_percent = -1;
+  // When the measured time began (the end of the warm-up), in microseconds since the Unix epoch: lines
+  // the timeline up with events recorded elsewhere (a server's collection pauses); 0: unknown.
+  int64_t measure_start_unix_us = 0;
   double measured_seconds = 0;
   uint64_t ops = 0;       // measured operations that completed
   double throughput = 0;  // ops / measured_seconds

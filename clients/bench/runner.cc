@@ -123,7 +123,8 @@ void RunPhase(const RunContext& context, std::vector<std::unique_ptr<Worker>>& w
       timeline->push_back({.seconds = std::chrono::duration<double>(now - plan.warmup_end).count(),
                            .ops_per_second = static_cast<double>(interval.count) / seconds,
                            .p50_us = interval.ValueAtPercentile(50),
-                           .p99_us = interval.ValueAtPercentile(99)});
+                           .p99_us = interval.ValueAtPercentile(99),
+                           .p999_us = interval.ValueAtPercentile(99.9)});
     }
     sampled = latencies;
     sampled_time = now;
@@ -241,6 +242,7 @@ RunReport RunBenchmark(const RunContext& context, const std::vector<Endpoint>& e
 
   Clock::time_point measure_start = Clock::now();
   std::vector<TimelineSample> timeline;
+  int64_t measure_start_unix_us = 0;
   double load_start = -1;
   double load_end = -1;
   double client_cpu_percent = -1;
@@ -261,8 +263,12 @@ RunReport RunBenchmark(const RunContext& context, const std::vector<Endpoint>& e
     plan.total = o.total;
     plan.connections = connections;
     plan.rate = o.rate;
+    plan.rate_backlog = absl::ToDoubleSeconds(o.rate_backlog);
     plan.stop = context.stop;
     measure_start = plan.warmup_end;
+    measure_start_unix_us = absl::ToUnixMicros(
+        absl::Now() + absl::FromChrono(std::chrono::duration_cast<std::chrono::nanoseconds>(plan.warmup_end -
+                                                                                            Clock::now())));
     load_start = HostLoadAverage();
     const double cpu_start = ProcessCpuSeconds();
     RunPhase(context, workers, plan, &timeline);
@@ -282,6 +288,7 @@ RunReport RunBenchmark(const RunContext& context, const std::vector<Endpoint>& e
   report.load_average_start = load_start;
   report.load_average_end = load_end;
   report.client_cpu_percent = client_cpu_percent;
+  report.measure_start_unix_us = measure_start_unix_us;
   report.interrupted = context.stop != nullptr && context.stop->load(std::memory_order_acquire);
   report.timeline = std::move(timeline);
   return report;

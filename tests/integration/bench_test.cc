@@ -9,6 +9,7 @@
 // tests/clients/bench holds the same checks against the in-process null server; these prove them
 // against the real thing, whose answers take real work (and, for writes, an fsync).
 #include <gtest/gtest.h>
+#include <signal.h>
 
 #include <chrono>
 #include <map>
@@ -207,6 +208,39 @@ TEST_F(RateLimitedBenchAgainstRevkv, ARateLimitedRunStaysWithinTenPercentOfItsRa
   // The server's count (equal to the report's requests, checked above) covers the paced warm-up as well.
   EXPECT_NEAR(static_cast<double>(Requests(r, "Put")), kRate * (kSeconds + 0.5),
               kRate * (kSeconds + 0.5) / 10);
+}
+
+// Open-loop pacing through a stall of the server (SIGSTOP for 0.8 s in the middle of a 3 s run at
+// 2,000 puts/s). With --rate-backlog longer than the stall, every start the stall delayed is still made
+// and timed from its scheduled start: the run keeps its rate and the stall shows in the worst latency.
+// Without it (one banked start per slot) most of those starts are never made, and the percentiles never
+// see them: coordinated omission, which the --rate-backlog runs must not have.
+TEST_F(RateLimitedBenchAgainstRevkv, AServerStallShorterThanTheRateBacklogIsMeasuredInFull) {
+  constexpr double kRate = 2000;
+  constexpr double kSeconds = 3;
+  const auto run_with_stall = [&](const std::string& backlog) {
+    nlohmann::json report;
+    std::thread bench([&] {
+      report = RunBench({"put", "--rate", "2000", "--rate-backlog", backlog, "--duration", "3", "--warmup",
+                         "0.5", "--connections", "4", "--inflight", "16"});
+    });
+    std::this_thread::sleep_for(std::chrono::milliseconds(1500));
+    EXPECT_EQ(kill(server_->pid(), SIGSTOP), 0);
+    std::this_thread::sleep_for(std::chrono::milliseconds(800));
+    EXPECT_EQ(kill(server_->pid(), SIGCONT), 0);
+    bench.join();
+    return report;
+  };
+  const nlohmann::json full = run_with_stall("5s");
+  ASSERT_TRUE(full.contains("ops")) << full.dump();
+  EXPECT_NEAR(full["ops"].get<double>(), kRate * kSeconds, kRate * kSeconds / 10) << full.dump();
+  EXPECT_GE(full["latency_us"]["max"].get<double>(), 700'000) << full.dump();
+  EXPECT_GE(full["latency_us"]["p99"].get<double>(), 100'000) << "the stall delayed ~27% of the starts";
+
+  const nlohmann::json omitted = run_with_stall("0");
+  ASSERT_TRUE(omitted.contains("ops")) << omitted.dump();
+  EXPECT_LT(omitted["ops"].get<double>(), 0.85 * kRate * kSeconds)
+      << "without a backlog the starts a stall delays are dropped" << omitted.dump();
 }
 
 // revkv-lease-bench against a real server: a grant round's leases are all revoked after it (the
