@@ -59,19 +59,22 @@ constexpr uint32_t MultiplyModP(uint32_t a, uint32_t b) {
   return product;
 }
 
-// kPowers[k] = x^(2^k) mod P. The sequence repeats with period 32 because the multiplicative order of x
-// modulo P divides 2^32 - 1.
-constexpr std::array<uint32_t, 32> MakePowers() {
-  std::array<uint32_t, 32> powers{};
+// kPowers[k] = x^(2^k) mod P, for every k a shift of a 64-bit byte count needs (bit 63 of the count is
+// k = 66, the factor 8 counted). The sequence does not repeat with period 32: the multiplicative order of
+// x modulo the Castagnoli polynomial does not divide 2^32 - 1, so x^(2^32) != x and a table of 32 wrapped
+// around gave wrong checksums for lengths of 2^29 bytes (512 MiB) and more.
+constexpr int kPowerCount = 64 + 3;
+constexpr std::array<uint32_t, kPowerCount> MakePowers() {
+  std::array<uint32_t, kPowerCount> powers{};
   uint32_t p = 1u << 30;  // x^1
-  for (int k = 0; k < 32; ++k) {
+  for (int k = 0; k < kPowerCount; ++k) {
     powers[k] = p;
     p = MultiplyModP(p, p);
   }
   return powers;
 }
 
-constexpr std::array<uint32_t, 32> kPowers = MakePowers();
+constexpr std::array<uint32_t, kPowerCount> kPowers = MakePowers();
 
 using ExtendFunction = uint32_t (*)(uint32_t, const void*, size_t);
 
@@ -153,7 +156,7 @@ uint32_t Crc32cShift(uint64_t size_b) {
   uint32_t p = 1u << 31;  // x^0
   // x^(8n) = product of x^(2^k) over the set bits k of 8n; start at k = 3 for the factor 8.
   for (unsigned k = 3; size_b != 0; size_b >>= 1, ++k) {
-    if (size_b & 1) p = MultiplyModP(kPowers[k & 31], p);
+    if (size_b & 1) p = MultiplyModP(kPowers[k], p);
   }
   return p;
 }

@@ -78,5 +78,24 @@ TEST(Crc32c, CombineHandlesLargeLengthsWithoutTouchingTheBytes) {
   EXPECT_EQ(Crc32cCombine(Crc32c(head), Crc32c(zeros), zeros.size()), Crc32c(head + zeros));
 }
 
+// Lengths of 512 MiB (2^29 bytes, 2^32 bits) and more, as a checkpoint's body reaches: the shift for
+// such a length needs x^(2^k) mod P for k >= 32, which is not x^(2^(k-32)) (the order of x modulo the
+// Castagnoli polynomial does not divide 2^32 - 1). The bytes are a random 1 MiB block repeated, checked
+// by extending over them, so no buffer of that size is needed.
+TEST(Crc32c, CombineIsExactForLengthsOfHalfAGibibyteAndMore) {
+  std::mt19937_64 rng(testing::TestSeed());
+  const std::string block = RandomBytes(rng, 1 << 20);
+  const std::string head = RandomBytes(rng, 37);
+  for (const uint64_t blocks : {uint64_t{511}, uint64_t{512}, uint64_t{513}, uint64_t{4097}}) {
+    uint32_t body = 0;
+    uint32_t whole = Crc32c(head);
+    for (uint64_t i = 0; i < blocks; ++i) {
+      body = Crc32cExtend(body, block.data(), block.size());
+      whole = Crc32cExtend(whole, block.data(), block.size());
+    }
+    EXPECT_EQ(Crc32cCombine(Crc32c(head), body, blocks << 20), whole) << blocks << " MiB";
+  }
+}
+
 }  // namespace
 }  // namespace revkv::server
