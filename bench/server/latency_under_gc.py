@@ -15,7 +15,8 @@ share this machine.
   bench/server/latency_under_gc.py [--build build/main] [--out DIR] [--keys 1000000] [--value-size 1024]
       [--duration 30] [--workload mixed] [--rate-fraction 0.5] [--collect-every 1] [--max-heap 6GiB]
 
-Writes DIR/summary.json, DIR/latency_under_gc.svg, the runs' JSON reports and the server's log.
+Writes DIR/summary.json, DIR/latency_under_gc.svg, the runs' JSON reports (A.json, B.json), the forced
+collections as the server described them (collections.json) and the server's log.
 """
 import argparse
 import json
@@ -51,7 +52,6 @@ def svg(runs, pauses, title):
     width, left, right, panel, top, gap = 860, 70, 20, 200, 50, 60
     plot = width - left - right
     last = max([s["seconds"] for r in runs.values() for s in r["timeline"]] + [1.0])
-    top_ms = max([s["p999_us"] for r in runs.values() for s in r["timeline"]] + [1]) / 1000.0 * 1.1
     height = top + len(runs) * (panel + gap) + 10
     out = [f'<svg xmlns="http://www.w3.org/2000/svg" width="{width}" height="{height}" '
            f'viewBox="0 0 {width} {height}" font-family="sans-serif" font-size="12">',
@@ -61,6 +61,8 @@ def svg(runs, pauses, title):
     colours = {"p50_us": "#2ca02c", "p99_us": "#d62728", "p999_us": "#9467bd"}
     for i, (name, report) in enumerate(runs.items()):
         y0 = top + i * (panel + gap)
+        # Each run on its own scale: a run with pauses can be a thousand times slower than one without.
+        top_ms = max([s["p999_us"] for s in report["timeline"]] + [1]) / 1000.0 * 1.1
         y_of = lambda ms: y0 + panel - panel * min(ms, top_ms) / top_ms
         out.append(f'<g class="run" data-run="{name}">')
         out.append(f'<text x="{left}" y="{y0 - 8}">{name}: request latency (ms) per second</text>')
@@ -69,7 +71,7 @@ def svg(runs, pauses, title):
             ms = top_ms * tick / 4
             out.append(f'<line x1="{left}" x2="{left + plot}" y1="{y_of(ms):.1f}" y2="{y_of(ms):.1f}" '
                        f'stroke="#eee"/><text x="{left - 4}" y="{y_of(ms) + 4:.1f}" text-anchor="end">'
-                       f'{ms:.3g}</text>')
+                       f'{ms:,.0f}</text>' if top_ms >= 100 else f'{ms:.3g}</text>')
         for start, seconds in pauses.get(name, []):
             if start < 0 or start > last:
                 continue  # during the warm-up, or after the last sample
@@ -136,7 +138,7 @@ def main():
         run_json([bench_bin, "put", "--endpoints", endpoint, "--preload", "--total", "1", "--mode", "pipeline",
                   "--inflight", "256"] + data[:6] + ["--quiet", "--json"], timeout=3600)
         preload_seconds = time.time() - started
-        run_json([cli_bin, "--endpoints", endpoint, "gc", "collect", "--json"], timeout=600)
+        run_json([cli_bin, "--endpoints", endpoint, "--command-timeout", "300s", "gc", "collect", "--json"], timeout=600)
         closed = run_json([bench_bin, args.workload, "--endpoints", endpoint, "--duration", "10s"] + data,
                           timeout=600)
         rate = closed["throughput_ops_per_s"] * args.rate_fraction
@@ -151,7 +153,7 @@ def main():
 
         def collect():
             while not stop.wait(args.collect_every):
-                event = run_json([cli_bin, "--endpoints", endpoint, "gc", "collect", "--json"], timeout=600)
+                event = run_json([cli_bin, "--endpoints", endpoint, "--command-timeout", "300s", "gc", "collect", "--json"], timeout=600)
                 collections.append(event["event"])
 
         collector = threading.Thread(target=collect)
@@ -169,6 +171,9 @@ def main():
         for name, report in runs.items():
             with open(os.path.join(out, name[0] + ".json"), "w") as f:
                 json.dump(report, f, indent=1)
+        with open(os.path.join(out, "collections.json"), "w") as f:
+            json.dump({"measure_start_unix_us": b["measure_start_unix_us"], "collections": collections}, f,
+                      indent=1)
         a, b = (percentiles(r) for r in runs.values())
         pause_ms = sorted(c["pause_nanos"] / 1e6 for c in collections)
         summary = {
