@@ -8,6 +8,7 @@
 #include <csignal>
 #include <cstdio>
 
+#include "absl/synchronization/mutex.h"
 #include "clients/bench/options.h"
 #include "clients/bench/report.h"
 #include "clients/bench/runner.h"
@@ -28,6 +29,10 @@ extern "C" void OnInterrupt(int /*signal*/) {
 }
 
 int Main(int argc, char** argv) {
+  // Debian's absl tracks the lock order of every absl::Mutex acquisition (gRPC's mutexes are absl's) to
+  // report potential deadlocks: a graph update per lock, 3-4% of a server's CPU under load
+  // (docs/benchmarks.md). Off; revkv's own locks are checked by TSan and docs/locks.md.
+  absl::SetMutexDeadlockDetectionMode(absl::OnDeadlockCycle::kIgnore);
   using namespace revkv::client;
   BenchOptions options;
   CLI::App app("revkv-bench: load generator for etcd's v3 gRPC API (revkv, etcd, revkv-null-server)");
