@@ -14,6 +14,7 @@
 #include <cstdlib>
 #include <memory>
 
+#include "absl/synchronization/mutex.h"
 #include "fmt/format.h"
 #include "runtime/gc/gc.h"
 #include "runtime/heap/heap.h"
@@ -78,6 +79,10 @@ void LogSummary(ServerState& state) {
 }
 
 int Main(int argc, char** argv) {
+  // Debian's absl tracks the lock order of every absl::Mutex acquisition (gRPC's mutexes are absl's) to
+  // report potential deadlocks: a graph update per lock, 3-4% of a server's CPU under load
+  // (docs/benchmarks.md). Off; revkv's own locks are checked by TSan and docs/locks.md.
+  absl::SetMutexDeadlockDetectionMode(absl::OnDeadlockCycle::kIgnore);
   absl::StatusOr<CommandLine> parsed = ParseConfig(argc, argv);
   if (!parsed.ok()) {
     std::fprintf(stderr, "revkv-server: %s\n", std::string(parsed.status().message()).c_str());

@@ -13,11 +13,16 @@
 #include <nlohmann/json.hpp>
 #include <thread>
 
+#include "absl/synchronization/mutex.h"
 #include "bench/null_server/null_server.h"
 
 namespace {
 
 int Main(int argc, char** argv) {
+  // Debian's absl tracks the lock order of every absl::Mutex acquisition (gRPC's mutexes are absl's) to
+  // report potential deadlocks: a graph update per lock, 3-4% of a server's CPU under load
+  // (docs/benchmarks.md). Off; revkv's own locks are checked by TSan and docs/locks.md.
+  absl::SetMutexDeadlockDetectionMode(absl::OnDeadlockCycle::kIgnore);
   revkv::bench::NullServerOptions options;
   std::string stats_file;
   CLI::App app("revkv-null-server: revkv's gRPC services with empty handlers, the gRPC ceiling");

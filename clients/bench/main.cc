@@ -11,6 +11,7 @@
 #include <cstring>
 #include <string>
 
+#include "absl/synchronization/mutex.h"
 #include "clients/bench/options.h"
 #include "clients/bench/report.h"
 #include "clients/bench/runner.h"
@@ -42,6 +43,10 @@ bool WriteFile(const std::string& path, const std::string& text) {
 }
 
 int Main(int argc, char** argv) {
+  // Debian's absl tracks the lock order of every absl::Mutex acquisition (gRPC's mutexes are absl's) to
+  // report potential deadlocks: a graph update per lock, 3-4% of a server's CPU under load
+  // (docs/benchmarks.md). Off; revkv's own locks are checked by TSan and docs/locks.md.
+  absl::SetMutexDeadlockDetectionMode(absl::OnDeadlockCycle::kIgnore);
   using namespace revkv::client;
   BenchOptions options;
   CLI::App app("revkv-bench: load generator for etcd's v3 gRPC API (revkv, etcd, revkv-null-server)");

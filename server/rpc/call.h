@@ -61,6 +61,17 @@ class UnaryCall final : public CallTag {
     });
   }
 
+  // For an answer sent later from another thread: Hold the response in the call now, FinishHeld
+  // later. The callback that finishes it then carries only the call's address.
+  void Hold(Response&& response) { held_response_ = std::move(response); }
+  void FinishHeld(const grpc::Status& status) {
+    if (status.ok()) {
+      Finish(held_response_, status);
+    } else {
+      Finish(Response(), status);
+    }
+  }
+
   void Proceed(bool ok) override {
     if (finishing_) {
       if (metrics_ != nullptr) metrics_->Record(start_, code_);
@@ -102,6 +113,9 @@ class UnaryCall final : public CallTag {
   std::chrono::steady_clock::time_point start_;
   bool finishing_ = false;
   int code_ = 0;  // the grpc::StatusCode it finished with
+  // Hold's answer, sent by FinishHeld. Written on the worker before the call is handed over (OnDurable's
+  // queue push, a seq_cst exchange the flusher's pop reads), so FinishHeld on the flusher sees it.
+  Response held_response_;
 };
 
 // ----- helpers of the services' handlers -----
@@ -125,13 +139,11 @@ void FinishWrite(Call* call, ServerState* state, absl::StatusOr<WriteResult<Resp
     call->Finish(result->response, grpc::Status::OK);
     return;
   }
-  const WalLsn wait_lsn = result->wait_lsn;
-  state->engine->wal().OnDurable(wait_lsn, [call, response = std::move(result->response)](absl::Status s) {
-    if (s.ok()) {
-      call->Finish(response, grpc::Status::OK);
-    } else {
-      call->Finish(Response(), WriteFailure(s));
-    }
+  // The answer waits in the call, so the callback carries one pointer and fits the callback's inline
+  // storage: no allocation of its own per write (the response by value would not fit).
+  call->Hold(std::move(result->response));
+  state->engine->wal().OnDurable(result->wait_lsn, [call](absl::Status s) {
+    call->FinishHeld(s.ok() ? grpc::Status::OK : WriteFailure(s));
   });
 }
 
