@@ -28,7 +28,27 @@ std::string CancelReason(const absl::Status& refusal) {
   return "rpc error: code = PermissionDenied desc = etcdserver: permission denied";
 }
 
-class WatchReactor final : public grpc::ServerBidiReactor<WatchRequest, WatchResponse>,
+// The wire bytes of `out`: its meta (with the header filled in) and then its shared event block, which the
+// buffer references (holding a reference to it) instead of copying.
+grpc::ByteBuffer Serialize(watch::Outgoing* out) {
+  std::string meta = out->meta.SerializeAsString();
+  if (out->events == nullptr || out->events->empty()) {
+    grpc::Slice one(meta);
+    return grpc::ByteBuffer(&one, 1);
+  }
+  auto* hold = new std::shared_ptr<const std::string>(std::move(out->events));
+  grpc::Slice slices[2] = {
+      grpc::Slice(meta),
+      // gRPC releases the slice (and so the reference) from whichever thread drops it last; the block is
+      // immutable and shared_ptr's count is atomic.
+      grpc::Slice(
+          const_cast<char*>((*hold)->data()), (*hold)->size(),
+          [](void* p) { delete static_cast<std::shared_ptr<const std::string>*>(p); }, hold),
+  };
+  return grpc::ByteBuffer(slices, 2);
+}
+
+class WatchReactor final : public grpc::ServerBidiReactor<grpc::ByteBuffer, grpc::ByteBuffer>,
                            public WatchService::Checked {
  public:
   WatchReactor(ServerState* state, WatchService* service, grpc::CallbackServerContext* context)
@@ -38,7 +58,7 @@ class WatchReactor final : public grpc::ServerBidiReactor<WatchRequest, WatchRes
         credentials_(CredentialsOf(*context, state)) {
     stream_ = hub_->OpenStream([this] { TryWrite(); });
     service_->Register(this);
-    StartGrpcOperation(this, [this] { StartRead(&request_); });
+    StartGrpcOperation(this, [this] { StartRead(&in_); });
   }
 
   // Checks every open watcher of the stream against the visible auth state (after an auth change).
@@ -59,16 +79,19 @@ class WatchReactor final : public grpc::ServerBidiReactor<WatchRequest, WatchRes
   void OnReadDone(bool ok) override {
     GrpcReaction reaction(this);
     if (!ok) return;  // the client closed its side (or the call ended): keep sending, as etcd does
-    switch (request_.request_union_case()) {
+    WatchRequest request;
+    // A request that does not parse ends reading, as a typed method's failed read does.
+    if (!grpc::SerializationTraits<WatchRequest>::Deserialize(&in_, &request).ok()) return;
+    switch (request.request_union_case()) {
       case WatchRequest::kCreateRequest:
-        if (absl::Status refused = Permitted(request_.create_request()); !refused.ok()) {
+        if (absl::Status refused = Permitted(request.create_request()); !refused.ok()) {
           hub_->Refuse(stream_.get(), CancelReason(refused));
         } else {
-          hub_->Create(stream_.get(), request_.create_request());
+          hub_->Create(stream_.get(), request.create_request());
         }
         break;
       case WatchRequest::kCancelRequest:
-        hub_->Cancel(stream_.get(), request_.cancel_request().watch_id());
+        hub_->Cancel(stream_.get(), request.cancel_request().watch_id());
         break;
       case WatchRequest::kProgressRequest:
         hub_->Progress(stream_.get());
@@ -86,7 +109,7 @@ class WatchReactor final : public grpc::ServerBidiReactor<WatchRequest, WatchRes
         return;
       }
     }
-    StartGrpcOperation(this, [this] { StartRead(&request_); });
+    StartGrpcOperation(this, [this] { StartRead(&in_); });
   }
 
   void OnWriteDone(bool ok) override {
@@ -106,7 +129,7 @@ class WatchReactor final : public grpc::ServerBidiReactor<WatchRequest, WatchRes
     }
     if (finish) return FinishCanceled();  // the reactor may be gone once Finish is called
     stream_->WriteDone();
-    if (resume_reading) StartGrpcOperation(this, [this] { StartRead(&request_); });
+    if (resume_reading) StartGrpcOperation(this, [this] { StartRead(&in_); });
     TryWrite();
   }
 
@@ -146,10 +169,12 @@ class WatchReactor final : public grpc::ServerBidiReactor<WatchRequest, WatchRes
     {
       std::lock_guard<std::mutex> lock(mu_);
       if (finish_requested_ || writing_) return;
-      if (!stream_->Next(&out_)) return;
+      if (!stream_->Next(&next_)) return;
       writing_ = true;
     }
-    state_->FillHeader(out_.mutable_header());
+    state_->FillHeader(next_.meta.mutable_header());
+    out_ = Serialize(&next_);
+    next_ = watch::Outgoing();
     StartGrpcOperation(this, [this] { StartWrite(&out_); });
   }
 
@@ -172,8 +197,9 @@ class WatchReactor final : public grpc::ServerBidiReactor<WatchRequest, WatchRes
   watch::WatchHub* hub_;
   const Credentials credentials_;  // what the stream's call presented (token or certificate name)
   std::shared_ptr<watch::WatchStream> stream_;
-  WatchRequest request_;  // owned by the read in flight
-  WatchResponse out_;     // owned by the write in flight
+  grpc::ByteBuffer in_;   // owned by the read in flight
+  watch::Outgoing next_;  // the response being serialized (by the thread that set writing_)
+  grpc::ByteBuffer out_;  // owned by the write in flight
   std::mutex mu_;
   bool writing_ = false;           // under mu_: out_ is being written
   bool finish_requested_ = false;  // under mu_
@@ -247,7 +273,7 @@ void WatchService::RevalidationLoop() {
   }
 }
 
-grpc::ServerBidiReactor<WatchRequest, WatchResponse>* WatchService::Watch(
+grpc::ServerBidiReactor<grpc::ByteBuffer, grpc::ByteBuffer>* WatchService::Watch(
     grpc::CallbackServerContext* context) {
   return new WatchReactor(state_, this, context);
 }

@@ -35,7 +35,15 @@ void ToEvent(const WatchEvent& e, bool with_prev, mvccpb::Event* out) {
 
 bool WatchStream::HasRoom() const { return queue_.size() < max_responses_ && bytes_ < max_bytes_; }
 
-bool WatchStream::Push(std::vector<etcdserverpb::WatchResponse> responses, bool force) {
+etcdserverpb::WatchResponse Outgoing::Assemble() const {
+  if (events == nullptr) return meta;
+  etcdserverpb::WatchResponse whole;
+  // Parsing the concatenation is what the client does with the bytes the transport writes.
+  whole.ParseFromString(meta.SerializeAsString() + *events);
+  return whole;
+}
+
+bool WatchStream::Push(std::vector<Outgoing> responses, bool force) {
   bool ready = false;
   {
     std::lock_guard<std::mutex> lock(mu_);
@@ -46,7 +54,9 @@ bool WatchStream::Push(std::vector<etcdserverpb::WatchResponse> responses, bool 
       return false;
     }
     for (auto& r : responses) {
-      bytes_ += r.ByteSizeLong();
+      // The bound counts a shared encoding once per response that carries it: what the stream writes.
+      r.bytes = r.meta.ByteSizeLong() + (r.events != nullptr ? r.events->size() : 0);
+      bytes_ += r.bytes;
       queue_.push_back(std::move(r));
     }
     ready = !writing_;
@@ -55,13 +65,26 @@ bool WatchStream::Push(std::vector<etcdserverpb::WatchResponse> responses, bool 
   return true;
 }
 
-bool WatchStream::Next(etcdserverpb::WatchResponse* out) {
+bool WatchStream::Push(std::vector<etcdserverpb::WatchResponse> responses, bool force) {
+  std::vector<Outgoing> out(responses.size());
+  for (size_t i = 0; i < responses.size(); ++i) out[i].meta = std::move(responses[i]);
+  return Push(std::move(out), force);
+}
+
+bool WatchStream::Next(Outgoing* out) {
   std::lock_guard<std::mutex> lock(mu_);
   if (writing_ || queue_.empty()) return false;
-  bytes_ -= queue_.front().ByteSizeLong();
+  bytes_ -= queue_.front().bytes;
   *out = std::move(queue_.front());
   queue_.pop_front();
   writing_ = true;
+  return true;
+}
+
+bool WatchStream::Next(etcdserverpb::WatchResponse* out) {
+  Outgoing o;
+  if (!Next(&o)) return false;
+  *out = o.Assemble();
   return true;
 }
 
@@ -352,6 +375,47 @@ std::vector<etcdserverpb::WatchResponse> WatchHub::Build(const WatchStream::Watc
   return out;
 }
 
+std::vector<Outgoing> WatchHub::Encode(const WatchStream::Watcher& w, const RevisionEvents& b,
+                                       EncodingCache* cache) {
+  std::vector<Outgoing> out;
+  std::pair<bool, std::vector<uint32_t>> key;
+  key.first = w.prev_kv;
+  for (uint32_t i = 0; i < b.events.size(); ++i) {
+    const WatchEvent& e = b.events[i];
+    if (e.is_delete ? w.no_delete : w.no_put) continue;
+    if (w.range.Contains(e.kv.key)) key.second.push_back(i);
+  }
+  if (key.second.empty()) return out;  // etcd sends nothing when every event is filtered out
+  Outgoing o;
+  o.meta.mutable_header()->set_revision(b.revision);
+  o.meta.set_watch_id(w.id);
+#ifdef REVKV_MUTATION_WATCH_ENCODE_PER_WATCHER  // mutation switch: every watcher encodes its own events
+  cache->clear();
+#endif
+  auto it = cache->find(key);
+  if (it == cache->end()) {
+    // A WatchResponse with only events encodes as exactly its events field.
+    etcdserverpb::WatchResponse events_only;
+    for (uint32_t i : key.second) ToEvent(b.events[i], w.prev_kv, events_only.add_events());
+    it = cache->emplace(std::move(key), std::make_shared<const std::string>(events_only.SerializeAsString()))
+             .first;
+    ++encodings_;
+  }
+  const size_t whole = o.meta.ByteSizeLong() + it->second->size();
+  if (w.fragment && it->first.second.size() >= 2 && whole >= options_.max_request_bytes) {
+    std::vector<const WatchEvent*> mine;
+    for (uint32_t i : it->first.second) mine.push_back(&b.events[i]);
+    for (auto& r : Build(w, mine, b.revision)) {
+      out.emplace_back();
+      out.back().meta = std::move(r);
+    }
+    return out;
+  }
+  o.events = it->second;
+  out.push_back(std::move(o));
+  return out;
+}
+
 void WatchHub::Pass() {
   std::function<void()> durable_request;
   int64_t durable_revision = 0;
@@ -369,18 +433,14 @@ void WatchHub::Pass() {
       std::vector<std::shared_ptr<const RevisionEvents>> batches;
       // The log holds every revision after dispatched_ (SetHold), so this read cannot fail.
       source_.log->Read(dispatched_ + 1, target, &batches);
-      std::vector<const WatchEvent*> mine;
+      EncodingCache cache;
       for (const auto& b : batches) {
         if (b->events.empty() || synced_.empty()) continue;
+        cache.clear();
         std::vector<WatchStream::Watcher*> fell_behind;
         for (WatchStream::Watcher* w : synced_) {
           if (b->revision < w->next) continue;
-          mine.clear();
-          for (const WatchEvent& e : b->events) {
-            if (w->range.Contains(e.kv.key)) mine.push_back(&e);
-          }
-          if (mine.empty()) continue;
-          std::vector<etcdserverpb::WatchResponse> responses = Build(*w, mine, b->revision);
+          std::vector<Outgoing> responses = Encode(*w, *b, &cache);
           if (responses.empty()) continue;
 #ifdef REVKV_MUTATION_WATCH_NO_FALL_BEHIND  // mutation switch: a slow stream's queue grows without bound
           const bool force = true;
@@ -483,6 +543,11 @@ void WatchHub::ProgressTick() {
 int64_t WatchHub::dispatched() const {
   std::lock_guard<std::mutex> lock(mu_);
   return dispatched_;
+}
+
+uint64_t WatchHub::encodings() const {
+  std::lock_guard<std::mutex> lock(mu_);
+  return encodings_;
 }
 
 size_t WatchHub::watchers() const {
