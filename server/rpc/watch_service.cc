@@ -28,24 +28,22 @@ std::string CancelReason(const absl::Status& refusal) {
   return "rpc error: code = PermissionDenied desc = etcdserver: permission denied";
 }
 
-// The wire bytes of `out`: its meta (with the header filled in) and then its shared event block, which the
-// buffer references (holding a reference to it) instead of copying.
+// The wire bytes of `out`: its meta (with the header filled in) and then its shared event blocks, which
+// the buffer references (each slice holding a reference to its block) instead of copying.
 grpc::ByteBuffer Serialize(watch::Outgoing* out) {
-  std::string meta = out->meta.SerializeAsString();
-  if (out->events == nullptr || out->events->empty()) {
-    grpc::Slice one(meta);
-    return grpc::ByteBuffer(&one, 1);
+  std::vector<grpc::Slice> slices;
+  slices.reserve(1 + out->events.size());
+  slices.emplace_back(out->meta.SerializeAsString());
+  for (auto& block : out->events) {
+    if (block->empty()) continue;
+    auto* hold = new std::shared_ptr<const std::string>(std::move(block));
+    // gRPC releases the slice (and so the reference) from whichever thread drops it last; the block is
+    // immutable and shared_ptr's count is atomic.
+    slices.emplace_back(
+        const_cast<char*>((*hold)->data()), (*hold)->size(),
+        [](void* p) { delete static_cast<std::shared_ptr<const std::string>*>(p); }, hold);
   }
-  auto* hold = new std::shared_ptr<const std::string>(std::move(out->events));
-  grpc::Slice slices[2] = {
-      grpc::Slice(meta),
-      // gRPC releases the slice (and so the reference) from whichever thread drops it last; the block is
-      // immutable and shared_ptr's count is atomic.
-      grpc::Slice(
-          const_cast<char*>((*hold)->data()), (*hold)->size(),
-          [](void* p) { delete static_cast<std::shared_ptr<const std::string>*>(p); }, hold),
-  };
-  return grpc::ByteBuffer(slices, 2);
+  return grpc::ByteBuffer(slices.data(), slices.size());
 }
 
 class WatchReactor final : public grpc::ServerBidiReactor<grpc::ByteBuffer, grpc::ByteBuffer>,

@@ -36,10 +36,12 @@ void ToEvent(const WatchEvent& e, bool with_prev, mvccpb::Event* out) {
 bool WatchStream::HasRoom() const { return queue_.size() < max_responses_ && bytes_ < max_bytes_; }
 
 etcdserverpb::WatchResponse Outgoing::Assemble() const {
-  if (events == nullptr) return meta;
-  etcdserverpb::WatchResponse whole;
+  if (events.empty()) return meta;
   // Parsing the concatenation is what the client does with the bytes the transport writes.
-  whole.ParseFromString(meta.SerializeAsString() + *events);
+  std::string wire = meta.SerializeAsString();
+  for (const auto& block : events) wire += *block;
+  etcdserverpb::WatchResponse whole;
+  whole.ParseFromString(wire);
   return whole;
 }
 
@@ -55,7 +57,8 @@ bool WatchStream::Push(std::vector<Outgoing> responses, bool force) {
     }
     for (auto& r : responses) {
       // The bound counts a shared encoding once per response that carries it: what the stream writes.
-      r.bytes = r.meta.ByteSizeLong() + (r.events != nullptr ? r.events->size() : 0);
+      r.bytes = r.meta.ByteSizeLong();
+      for (const auto& block : r.events) r.bytes += block->size();
       bytes_ += r.bytes;
       queue_.push_back(std::move(r));
     }
@@ -375,20 +378,17 @@ std::vector<etcdserverpb::WatchResponse> WatchHub::Build(const WatchStream::Watc
   return out;
 }
 
-std::vector<Outgoing> WatchHub::Encode(const WatchStream::Watcher& w, const RevisionEvents& b,
-                                       EncodingCache* cache) {
-  std::vector<Outgoing> out;
-  std::pair<bool, std::vector<uint32_t>> key;
-  key.first = w.prev_kv;
+std::shared_ptr<const std::string> WatchHub::Block(const WatchStream::Watcher& w, const RevisionEvents& b,
+                                                   EncodingCache* cache, size_t* count) {
+  std::tuple<int64_t, bool, std::vector<uint32_t>> key{b.revision, w.prev_kv, {}};
+  std::vector<uint32_t>& selection = std::get<2>(key);
   for (uint32_t i = 0; i < b.events.size(); ++i) {
     const WatchEvent& e = b.events[i];
     if (e.is_delete ? w.no_delete : w.no_put) continue;
-    if (w.range.Contains(e.kv.key)) key.second.push_back(i);
+    if (w.range.Contains(e.kv.key)) selection.push_back(i);
   }
-  if (key.second.empty()) return out;  // etcd sends nothing when every event is filtered out
-  Outgoing o;
-  o.meta.mutable_header()->set_revision(b.revision);
-  o.meta.set_watch_id(w.id);
+  if (selection.empty()) return nullptr;
+  *count += selection.size();
 #ifdef REVKV_MUTATION_WATCH_ENCODE_PER_WATCHER  // mutation switch: every watcher encodes its own events
   cache->clear();
 #endif
@@ -396,22 +396,44 @@ std::vector<Outgoing> WatchHub::Encode(const WatchStream::Watcher& w, const Revi
   if (it == cache->end()) {
     // A WatchResponse with only events encodes as exactly its events field.
     etcdserverpb::WatchResponse events_only;
-    for (uint32_t i : key.second) ToEvent(b.events[i], w.prev_kv, events_only.add_events());
+    for (uint32_t i : selection) ToEvent(b.events[i], w.prev_kv, events_only.add_events());
     it = cache->emplace(std::move(key), std::make_shared<const std::string>(events_only.SerializeAsString()))
              .first;
     ++encodings_;
   }
-  const size_t whole = o.meta.ByteSizeLong() + it->second->size();
-  if (w.fragment && it->first.second.size() >= 2 && whole >= options_.max_request_bytes) {
+  return it->second;
+}
+
+std::vector<Outgoing> WatchHub::Encode(const WatchStream::Watcher& w,
+                                       const std::vector<std::shared_ptr<const RevisionEvents>>& batches,
+                                       size_t from, size_t to, int64_t header_revision,
+                                       EncodingCache* cache) {
+  std::vector<Outgoing> out;
+  Outgoing o;
+  size_t count = 0;
+  size_t bytes = 0;
+  for (size_t k = from; k < to; ++k) {
+    if (std::shared_ptr<const std::string> block = Block(w, *batches[k], cache, &count)) {
+      bytes += block->size();
+      o.events.push_back(std::move(block));
+    }
+  }
+  if (count == 0) return out;  // etcd sends nothing when every event is filtered out
+  o.meta.mutable_header()->set_revision(header_revision);
+  o.meta.set_watch_id(w.id);
+  if (w.fragment && count >= 2 && o.meta.ByteSizeLong() + bytes >= options_.max_request_bytes) {
     std::vector<const WatchEvent*> mine;
-    for (uint32_t i : it->first.second) mine.push_back(&b.events[i]);
-    for (auto& r : Build(w, mine, b.revision)) {
+    for (size_t k = from; k < to; ++k) {
+      for (const WatchEvent& e : batches[k]->events) {
+        if (w.range.Contains(e.kv.key)) mine.push_back(&e);
+      }
+    }
+    for (auto& r : Build(w, mine, header_revision)) {
       out.emplace_back();
       out.back().meta = std::move(r);
     }
     return out;
   }
-  o.events = it->second;
   out.push_back(std::move(o));
   return out;
 }
@@ -419,6 +441,9 @@ std::vector<Outgoing> WatchHub::Encode(const WatchStream::Watcher& w, const Revi
 void WatchHub::Pass() {
   std::function<void()> durable_request;
   int64_t durable_revision = 0;
+  // The round's encoded blocks, shared by the synced watchers and the catch-ups (dropped after the round:
+  // the queued responses hold what they need).
+  EncodingCache cache;
   {
     std::lock_guard<std::mutex> lock(mu_);
     // Nobody watches: nothing to deliver and nothing to hold (the first watcher restarts dispatching).
@@ -433,14 +458,13 @@ void WatchHub::Pass() {
       std::vector<std::shared_ptr<const RevisionEvents>> batches;
       // The log holds every revision after dispatched_ (SetHold), so this read cannot fail.
       source_.log->Read(dispatched_ + 1, target, &batches);
-      EncodingCache cache;
-      for (const auto& b : batches) {
+      for (size_t k = 0; k < batches.size(); ++k) {
+        const auto& b = batches[k];
         if (b->events.empty() || synced_.empty()) continue;
-        cache.clear();
         std::vector<WatchStream::Watcher*> fell_behind;
         for (WatchStream::Watcher* w : synced_) {
           if (b->revision < w->next) continue;
-          std::vector<Outgoing> responses = Encode(*w, *b, &cache);
+          std::vector<Outgoing> responses = Encode(*w, batches, k, k + 1, b->revision, &cache);
           if (responses.empty()) continue;
 #ifdef REVKV_MUTATION_WATCH_NO_FALL_BEHIND  // mutation switch: a slow stream's queue grows without bound
           const bool force = true;
@@ -474,12 +498,12 @@ void WatchHub::Pass() {
       durable_request = [this] { Wake(); };
     }
     std::vector<WatchStream::Watcher*> lagging(unsynced_.begin(), unsynced_.end());
-    for (WatchStream::Watcher* w : lagging) CatchUp(w);
+    for (WatchStream::Watcher* w : lagging) CatchUp(w, &cache);
   }
   if (durable_request) source_.on_visible(durable_revision, std::move(durable_request));
 }
 
-void WatchHub::CatchUp(WatchStream::Watcher* w) {
+void WatchHub::CatchUp(WatchStream::Watcher* w, EncodingCache* cache) {
   for (;;) {
     // compacted_to() >= first(): below first() the events are gone; between the two they are held
     // for watchers that keep up, but compacted for this one (etcd answers by the compaction).
@@ -502,13 +526,7 @@ void WatchHub::CatchUp(WatchStream::Watcher* w) {
     const int64_t last = std::min(dispatched_, w->next + kCatchUpRevisions - 1);
     std::vector<std::shared_ptr<const RevisionEvents>> batches;
     if (!source_.log->Read(w->next, last, &batches)) continue;  // trimmed meanwhile: compacted above
-    std::vector<const WatchEvent*> mine;
-    for (const auto& b : batches) {
-      for (const WatchEvent& e : b->events) {
-        if (w->range.Contains(e.kv.key)) mine.push_back(&e);
-      }
-    }
-    std::vector<etcdserverpb::WatchResponse> responses = Build(*w, mine, last);
+    std::vector<Outgoing> responses = Encode(*w, batches, 0, batches.size(), last, cache);
     if (!responses.empty()) {
       if (!w->stream->Push(std::move(responses), /*force=*/false)) return;  // WriteDone wakes us
       w->progress_due = false;

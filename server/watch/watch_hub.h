@@ -10,8 +10,9 @@
 // As etcd (mvcc/watchable_store.go), watchers are synced or unsynced. The dispatcher hands each new
 // revision to every synced watcher whose range it touches, one response per revision. A revision's events
 // are encoded once per distinct selection (the events a watcher's range and filters let through, with or
-// without prev_kv): every watcher that gets the same selection queues a small response of its own (header,
-// watch_id) followed by the same shared encoded events (Outgoing), which the transport writes as they are. A
+// without prev_kv) in a dispatch round: every watcher that gets the same selection queues a small response
+// of its own (header, watch_id) followed by the same shared encoded block (Outgoing), which the transport
+// writes as it is; a catch-up response is its own part followed by one shared block per revision. A
 // watcher whose stream's queue is full (in bytes or in responses) becomes unsynced at that revision; writers
 // are never held back and the queue never grows past its bound (control responses aside). An unsynced watcher
 // (that one, or one created with a past start revision) catches up from the history when its stream
@@ -38,6 +39,7 @@
 #include <set>
 #include <string>
 #include <thread>
+#include <tuple>
 #include <vector>
 
 #include "etcdserverpb/rpc.pb.h"
@@ -65,14 +67,15 @@ struct HubSource {
 class WatchHub;
 
 // One queued response as it goes on the wire: `meta` (a WatchResponse: header, watch_id, flags, and for
-// control and catch-up responses the events too) followed by `events`, the encoded `events` field of a
-// WatchResponse (repeated field 11, each entry tag, length, Event), shared between the watchers it goes to.
-// Protobuf's wire format lets a message be split so: fields may come in any order and the entries of a
-// repeated field concatenate, so meta's encoding followed by *events parses as the whole response.
+// control responses and fragments the events too) followed by `events`, blocks each holding the encoded
+// `events` field of a WatchResponse for one revision (repeated field 11: per event its tag, length and
+// Event), shared between the watchers they go to. Protobuf's wire format lets a message be split so: fields
+// may come in any order and the entries of a repeated field concatenate, so meta's encoding followed by the
+// blocks parses as the whole response.
 struct Outgoing {
   etcdserverpb::WatchResponse meta;
-  std::shared_ptr<const std::string> events;  // null: meta is the whole response
-  size_t bytes = 0;                           // meta's and events' encoded size (set by Push)
+  std::vector<std::shared_ptr<const std::string>> events;  // in revision order; empty: meta is all
+  size_t bytes = 0;                                        // meta's and the blocks' size (set by Push)
 
   // The whole response (tests; the transport writes meta and events as they are).
   etcdserverpb::WatchResponse Assemble() const;
@@ -187,15 +190,24 @@ class WatchHub {
   static constexpr int64_t kCatchUpRevisions = 1000;  // etcd's watchBatchMaxRevs
 
  private:
+  // A dispatch round's encoded blocks, by revision and selection (prev_kv, indices of the events).
+  using EncodingCache =
+      std::map<std::tuple<int64_t, bool, std::vector<uint32_t>>, std::shared_ptr<const std::string>>;
   void Run();
   void Pass();          // one dispatch round: new revisions to synced watchers, then catch-up
   void ProgressTick();  // periodic progress notifications
-  void CatchUp(WatchStream::Watcher* w);  // requires mu_
-  void Remove(WatchStream::Watcher* w);   // requires mu_; deletes it
-  // The responses for the events of one revision `b` a synced watcher gets: the shared encoding of its
-  // selection (from *cache, or made and added there), or Build's fragments; empty if no event passes.
-  using EncodingCache = std::map<std::pair<bool, std::vector<uint32_t>>, std::shared_ptr<const std::string>>;
-  std::vector<Outgoing> Encode(const WatchStream::Watcher& w, const RevisionEvents& b, EncodingCache* cache);
+  void CatchUp(WatchStream::Watcher* w, EncodingCache* cache);  // requires mu_
+  void Remove(WatchStream::Watcher* w);                         // requires mu_; deletes it
+  // The encoded block of the events of revision `b` that `w` gets (from *cache, or made and added there);
+  // null if none passes its range and filters. Adds the number of events to *count.
+  std::shared_ptr<const std::string> Block(const WatchStream::Watcher& w, const RevisionEvents& b,
+                                           EncodingCache* cache, size_t* count);
+  // The responses for `w` of the revisions `batches` (one, or a catch-up's), with header revision
+  // `header_revision`: its own part and the shared blocks, or Build's fragments if it asked for fragments
+  // and the response reaches the limit; empty if no event passes.
+  std::vector<Outgoing> Encode(const WatchStream::Watcher& w,
+                               const std::vector<std::shared_ptr<const RevisionEvents>>& batches, size_t from,
+                               size_t to, int64_t header_revision, EncodingCache* cache);
   // The responses (fragments, if the watcher asked) for `events` of a watcher; empty if none pass.
   std::vector<etcdserverpb::WatchResponse> Build(const WatchStream::Watcher& w,
                                                  const std::vector<const WatchEvent*>& events,

@@ -299,11 +299,14 @@ TEST(WatchHub, EventsOfARevisionAreEncodedOnceAndSharedBetweenWatchers) {
   };
   for (int64_t rev : {2, 3}) {
     const Outgoing& first = of(0, 0, rev);
-    ASSERT_NE(first.events, nullptr);
+    ASSERT_EQ(first.events.size(), 1u);
     EXPECT_EQ(first.meta.events_size(), 0);  // the events travel in the shared block only
-    EXPECT_EQ(of(1, 0, rev).events.get(), first.events.get());
-    EXPECT_EQ(of(2, 0, rev).events.get(), first.events.get());
-    EXPECT_NE(of(0, 1, rev).events.get(), first.events.get());  // prev_kv: another selection
+    ASSERT_EQ(of(1, 0, rev).events.size(), 1u);
+    ASSERT_EQ(of(2, 0, rev).events.size(), 1u);
+    ASSERT_EQ(of(0, 1, rev).events.size(), 1u);
+    EXPECT_EQ(of(1, 0, rev).events[0].get(), first.events[0].get());
+    EXPECT_EQ(of(2, 0, rev).events[0].get(), first.events[0].get());
+    EXPECT_NE(of(0, 1, rev).events[0].get(), first.events[0].get());  // prev_kv: another selection
   }
   EXPECT_EQ(h.hub().encodings(), 4u);  // two revisions, each with and without prev_kv
 
@@ -320,6 +323,67 @@ TEST(WatchHub, EventsOfARevisionAreEncodedOnceAndSharedBetweenWatchers) {
   EXPECT_EQ(prev.watch_id(), 1);
   EXPECT_EQ(prev.events(0).prev_kv().value(), "x");
   EXPECT_EQ(of(0, 0, 3).bytes, plain.ByteSizeLong());  // the stream's bound counts what is written
+}
+
+// A watcher catching up from the history shares the blocks the dispatch round encoded: the revision that
+// becomes visible goes to a synced watcher and to the one catching up as the same encoded block.
+TEST(WatchHub, CatchUpSharesTheRoundsEncodedBlocks) {
+  HubOptions options;
+  options.stream_max_responses = 1;
+  Harness h(options, /*visible=*/1);
+  h.log().Publish(1, {});
+  Reader synced(&h.hub());
+  h.hub().Create(synced.stream(), Req("p/", "p0"));  // watch id 0, from revision 2
+  ASSERT_TRUE(synced.DrainUntil([](auto& g) { return g.size() == 1; }));
+  h.log().Publish(2, {Put("p/a", "1", 2, 2, 1)});
+  h.SetVisible(2);
+  ASSERT_TRUE(synced.DrainUntil([](auto& g) { return CountEvents(g, 0) == 1; }));
+
+  // A watcher from revision 2 on a stream whose queue is full (its created response): it waits to catch up.
+  auto behind = h.hub().OpenStream([] {});
+  h.hub().Create(behind.get(), Req("p/", "p0", 2));
+  h.log().Publish(3, {Put("p/b", "2", 3, 3, 1)});  // not visible yet
+  Outgoing created;
+  ASSERT_TRUE(behind->Next(&created));  // the queue has room now (no wake-up: the write is in flight)
+  EXPECT_TRUE(created.meta.created());
+  h.SetVisible(3);  // one round dispatches revision 3 and lets the watcher catch up
+
+  std::vector<Outgoing> got;
+  size_t events = 0;
+  const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(10);
+  behind->WriteDone();
+  while (events < 2 && std::chrono::steady_clock::now() < deadline) {
+    Outgoing o;
+    if (behind->Next(&o)) {
+      events += static_cast<size_t>(o.Assemble().events_size());
+      got.push_back(std::move(o));
+      behind->WriteDone();
+    } else {
+      std::this_thread::sleep_for(std::chrono::milliseconds(1));
+    }
+  }
+  ASSERT_EQ(events, 2u);
+  const Outgoing& last = got.back();
+  ASSERT_FALSE(last.events.empty());
+  EXPECT_EQ(last.meta.events_size(), 0);
+  // The synced watcher's block for revision 3.
+  Outgoing mine;
+  for (const auto deadline2 = std::chrono::steady_clock::now() + std::chrono::seconds(10);
+       !synced.stream()->Next(&mine) && std::chrono::steady_clock::now() < deadline2;) {
+    std::this_thread::sleep_for(std::chrono::milliseconds(1));
+  }
+  ASSERT_EQ(mine.meta.header().revision(), 3);
+  ASSERT_EQ(mine.events.size(), 1u);
+  EXPECT_EQ(last.events.back().get(), mine.events[0].get());
+  synced.stream()->WriteDone();
+  // In revision order, without gaps or duplicates.
+  std::vector<int64_t> revisions;
+  for (const Outgoing& o : got) {
+    const WatchResponse whole = o.Assemble();
+    for (const auto& e : whole.events()) revisions.push_back(e.kv().mod_revision());
+  }
+  EXPECT_EQ(revisions, (std::vector<int64_t>{2, 3}));
+  h.hub().CloseStream(behind.get());
 }
 
 // The dispatcher must not deliver a revision before it is durable (visible): a crash could take it back.
