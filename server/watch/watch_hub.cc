@@ -378,30 +378,48 @@ std::vector<etcdserverpb::WatchResponse> WatchHub::Build(const WatchStream::Watc
   return out;
 }
 
-std::shared_ptr<const std::string> WatchHub::Block(const WatchStream::Watcher& w, const RevisionEvents& b,
+std::shared_ptr<const std::string> WatchHub::Block(const WatchStream::Watcher& w,
+                                                   const std::shared_ptr<const RevisionEvents>& revision,
                                                    EncodingCache* cache, size_t* count) {
-  std::tuple<int64_t, bool, std::vector<uint32_t>> key{b.revision, w.prev_kv, {}};
-  std::vector<uint32_t>& selection = std::get<2>(key);
-  for (uint32_t i = 0; i < b.events.size(); ++i) {
-    const WatchEvent& e = b.events[i];
-    if (e.is_delete ? w.no_delete : w.no_put) continue;
-    if (w.range.Contains(e.kv.key)) selection.push_back(i);
+  const RevisionEvents& b = *revision;
+  // The selection: usually every event of the revision (a fan-out on one prefix), kept without indices.
+  auto selects = [&w](const WatchEvent& e) {
+    return !(e.is_delete ? w.no_delete : w.no_put) && w.range.Contains(e.kv.key);
+  };
+  size_t selected = 0;
+  for (const WatchEvent& e : b.events) selected += selects(e) ? 1 : 0;
+  if (selected == 0) return nullptr;
+  const bool all = selected == b.events.size();
+  std::vector<uint32_t> selection;
+  if (!all) {
+    for (uint32_t i = 0; i < b.events.size(); ++i)
+      if (selects(b.events[i])) selection.push_back(i);
   }
-  if (selection.empty()) return nullptr;
-  *count += selection.size();
+  *count += selected;
+  CachedRevision& cached = (*cache)[&b];
+  if (cached.pin == nullptr) cached.pin = revision;
+  std::vector<CachedBlock>& blocks = cached.blocks;
 #ifdef REVKV_MUTATION_WATCH_ENCODE_PER_WATCHER  // mutation switch: every watcher encodes its own events
-  cache->clear();
+  blocks.clear();
 #endif
-  auto it = cache->find(key);
-  if (it == cache->end()) {
-    // A WatchResponse with only events encodes as exactly its events field.
-    etcdserverpb::WatchResponse events_only;
-    for (uint32_t i : selection) ToEvent(b.events[i], w.prev_kv, events_only.add_events());
-    it = cache->emplace(std::move(key), std::make_shared<const std::string>(events_only.SerializeAsString()))
-             .first;
-    ++encodings_;
+  for (const CachedBlock& c : blocks) {
+    if (c.prev_kv == w.prev_kv && c.all == all && (all || c.selection == selection)) return c.block;
   }
-  return it->second;
+  // A WatchResponse with only events encodes as exactly its events field.
+  etcdserverpb::WatchResponse events_only;
+  if (all) {
+    for (const WatchEvent& e : b.events) ToEvent(e, w.prev_kv, events_only.add_events());
+  } else {
+    for (uint32_t i : selection) ToEvent(b.events[i], w.prev_kv, events_only.add_events());
+  }
+  CachedBlock c;
+  c.prev_kv = w.prev_kv;
+  c.all = all;
+  c.selection = std::move(selection);
+  c.block = std::make_shared<const std::string>(events_only.SerializeAsString());
+  ++encodings_;
+  blocks.push_back(std::move(c));
+  return blocks.back().block;
 }
 
 std::vector<Outgoing> WatchHub::Encode(const WatchStream::Watcher& w,
@@ -413,7 +431,7 @@ std::vector<Outgoing> WatchHub::Encode(const WatchStream::Watcher& w,
   size_t count = 0;
   size_t bytes = 0;
   for (size_t k = from; k < to; ++k) {
-    if (std::shared_ptr<const std::string> block = Block(w, *batches[k], cache, &count)) {
+    if (std::shared_ptr<const std::string> block = Block(w, batches[k], cache, &count)) {
       bytes += block->size();
       o.events.push_back(std::move(block));
     }

@@ -39,7 +39,7 @@
 #include <set>
 #include <string>
 #include <thread>
-#include <tuple>
+#include <unordered_map>
 #include <vector>
 
 #include "etcdserverpb/rpc.pb.h"
@@ -190,9 +190,19 @@ class WatchHub {
   static constexpr int64_t kCatchUpRevisions = 1000;  // etcd's watchBatchMaxRevs
 
  private:
-  // A dispatch round's encoded blocks, by revision and selection (prev_kv, indices of the events).
-  using EncodingCache =
-      std::map<std::tuple<int64_t, bool, std::vector<uint32_t>>, std::shared_ptr<const std::string>>;
+  // A dispatch round's encoded blocks of one revision, by selection.
+  struct CachedBlock {
+    bool prev_kv = false;
+    bool all = false;                 // every event of the revision (then `selection` is empty)
+    std::vector<uint32_t> selection;  // else the indices of the events
+    std::shared_ptr<const std::string> block;
+  };
+  struct CachedRevision {
+    std::shared_ptr<const RevisionEvents> pin;  // keeps the key's address from being reused in the round
+    std::vector<CachedBlock> blocks;
+  };
+  // A dispatch round's encoded blocks, by revision (the log's batch).
+  using EncodingCache = std::unordered_map<const RevisionEvents*, CachedRevision>;
   void Run();
   void Pass();          // one dispatch round: new revisions to synced watchers, then catch-up
   void ProgressTick();  // periodic progress notifications
@@ -200,7 +210,8 @@ class WatchHub {
   void Remove(WatchStream::Watcher* w);                         // requires mu_; deletes it
   // The encoded block of the events of revision `b` that `w` gets (from *cache, or made and added there);
   // null if none passes its range and filters. Adds the number of events to *count.
-  std::shared_ptr<const std::string> Block(const WatchStream::Watcher& w, const RevisionEvents& b,
+  std::shared_ptr<const std::string> Block(const WatchStream::Watcher& w,
+                                           const std::shared_ptr<const RevisionEvents>& revision,
                                            EncodingCache* cache, size_t* count);
   // The responses for `w` of the revisions `batches` (one, or a catch-up's), with header revision
   // `header_revision`: its own part and the shared blocks, or Build's fragments if it asked for fragments
