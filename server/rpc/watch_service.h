@@ -24,8 +24,9 @@
 namespace revkv::server {
 
 // The method is registered raw (grpc::ByteBuffer both ways): requests are parsed here, and responses are
-// written as the hub queued them, a small per-watcher part followed by an encoded event block shared
-// between watchers (watch::Outgoing), without copying the block per watcher.
+// written as the hub queued them, a small per-watcher part followed by encoded event blocks shared
+// between watchers (watch::Outgoing), never re-encoded per watcher (small blocks are copied into the
+// write's buffer, large ones referenced).
 class WatchService final
     : public etcdserverpb::Watch::WithRawCallbackMethod_Watch<etcdserverpb::Watch::Service> {
  public:
