@@ -23,13 +23,18 @@
 
 namespace revkv::server {
 
-class WatchService final : public etcdserverpb::Watch::CallbackService {
+// The method is registered raw (grpc::ByteBuffer both ways): requests are parsed here, and responses are
+// written as the hub queued them, a small per-watcher part followed by encoded event blocks shared
+// between watchers (watch::Outgoing), never re-encoded per watcher (small blocks are copied into the
+// write's buffer, large ones referenced).
+class WatchService final
+    : public etcdserverpb::Watch::WithRawCallbackMethod_Watch<etcdserverpb::Watch::Service> {
  public:
   // Starts the hub's dispatcher over the engine's store. `state` must outlive the service.
   explicit WatchService(ServerState* state);
   ~WatchService() override;
 
-  grpc::ServerBidiReactor<etcdserverpb::WatchRequest, etcdserverpb::WatchResponse>* Watch(
+  grpc::ServerBidiReactor<grpc::ByteBuffer, grpc::ByteBuffer>* Watch(
       grpc::CallbackServerContext* context) override;
 
   // Stops the dispatcher and the revalidation thread (call after the gRPC server has shut down: streams

@@ -35,7 +35,17 @@ void ToEvent(const WatchEvent& e, bool with_prev, mvccpb::Event* out) {
 
 bool WatchStream::HasRoom() const { return queue_.size() < max_responses_ && bytes_ < max_bytes_; }
 
-bool WatchStream::Push(std::vector<etcdserverpb::WatchResponse> responses, bool force) {
+etcdserverpb::WatchResponse Outgoing::Assemble() const {
+  if (events.empty()) return meta;
+  // Parsing the concatenation is what the client does with the bytes the transport writes.
+  std::string wire = meta.SerializeAsString();
+  for (const auto& block : events) wire += *block;
+  etcdserverpb::WatchResponse whole;
+  whole.ParseFromString(wire);
+  return whole;
+}
+
+bool WatchStream::Push(std::vector<Outgoing> responses, bool force) {
   bool ready = false;
   {
     std::lock_guard<std::mutex> lock(mu_);
@@ -46,7 +56,10 @@ bool WatchStream::Push(std::vector<etcdserverpb::WatchResponse> responses, bool 
       return false;
     }
     for (auto& r : responses) {
-      bytes_ += r.ByteSizeLong();
+      // The bound counts a shared encoding once per response that carries it: what the stream writes.
+      r.bytes = r.meta.ByteSizeLong();
+      for (const auto& block : r.events) r.bytes += block->size();
+      bytes_ += r.bytes;
       queue_.push_back(std::move(r));
     }
     ready = !writing_;
@@ -55,13 +68,26 @@ bool WatchStream::Push(std::vector<etcdserverpb::WatchResponse> responses, bool 
   return true;
 }
 
-bool WatchStream::Next(etcdserverpb::WatchResponse* out) {
+bool WatchStream::Push(std::vector<etcdserverpb::WatchResponse> responses, bool force) {
+  std::vector<Outgoing> out(responses.size());
+  for (size_t i = 0; i < responses.size(); ++i) out[i].meta = std::move(responses[i]);
+  return Push(std::move(out), force);
+}
+
+bool WatchStream::Next(Outgoing* out) {
   std::lock_guard<std::mutex> lock(mu_);
   if (writing_ || queue_.empty()) return false;
-  bytes_ -= queue_.front().ByteSizeLong();
+  bytes_ -= queue_.front().bytes;
   *out = std::move(queue_.front());
   queue_.pop_front();
   writing_ = true;
+  return true;
+}
+
+bool WatchStream::Next(etcdserverpb::WatchResponse* out) {
+  Outgoing o;
+  if (!Next(&o)) return false;
+  *out = o.Assemble();
   return true;
 }
 
@@ -352,9 +378,90 @@ std::vector<etcdserverpb::WatchResponse> WatchHub::Build(const WatchStream::Watc
   return out;
 }
 
+std::shared_ptr<const std::string> WatchHub::Block(const WatchStream::Watcher& w,
+                                                   const std::shared_ptr<const RevisionEvents>& revision,
+                                                   EncodingCache* cache, size_t* count) {
+  const RevisionEvents& b = *revision;
+  // The selection: usually every event of the revision (a fan-out on one prefix), kept without indices.
+  auto selects = [&w](const WatchEvent& e) {
+    return !(e.is_delete ? w.no_delete : w.no_put) && w.range.Contains(e.kv.key);
+  };
+  size_t selected = 0;
+  for (const WatchEvent& e : b.events) selected += selects(e) ? 1 : 0;
+  if (selected == 0) return nullptr;
+  const bool all = selected == b.events.size();
+  std::vector<uint32_t> selection;
+  if (!all) {
+    for (uint32_t i = 0; i < b.events.size(); ++i)
+      if (selects(b.events[i])) selection.push_back(i);
+  }
+  *count += selected;
+  CachedRevision& cached = (*cache)[&b];
+  if (cached.pin == nullptr) cached.pin = revision;
+  std::vector<CachedBlock>& blocks = cached.blocks;
+#ifdef REVKV_MUTATION_WATCH_ENCODE_PER_WATCHER  // mutation switch: every watcher encodes its own events
+  blocks.clear();
+#endif
+  for (const CachedBlock& c : blocks) {
+    if (c.prev_kv == w.prev_kv && c.all == all && (all || c.selection == selection)) return c.block;
+  }
+  // A WatchResponse with only events encodes as exactly its events field.
+  etcdserverpb::WatchResponse events_only;
+  if (all) {
+    for (const WatchEvent& e : b.events) ToEvent(e, w.prev_kv, events_only.add_events());
+  } else {
+    for (uint32_t i : selection) ToEvent(b.events[i], w.prev_kv, events_only.add_events());
+  }
+  CachedBlock c;
+  c.prev_kv = w.prev_kv;
+  c.all = all;
+  c.selection = std::move(selection);
+  c.block = std::make_shared<const std::string>(events_only.SerializeAsString());
+  ++encodings_;
+  blocks.push_back(std::move(c));
+  return blocks.back().block;
+}
+
+std::vector<Outgoing> WatchHub::Encode(const WatchStream::Watcher& w,
+                                       const std::vector<std::shared_ptr<const RevisionEvents>>& batches,
+                                       size_t from, size_t to, int64_t header_revision,
+                                       EncodingCache* cache) {
+  std::vector<Outgoing> out;
+  Outgoing o;
+  size_t count = 0;
+  size_t bytes = 0;
+  for (size_t k = from; k < to; ++k) {
+    if (std::shared_ptr<const std::string> block = Block(w, batches[k], cache, &count)) {
+      bytes += block->size();
+      o.events.push_back(std::move(block));
+    }
+  }
+  if (count == 0) return out;  // etcd sends nothing when every event is filtered out
+  o.meta.mutable_header()->set_revision(header_revision);
+  o.meta.set_watch_id(w.id);
+  if (w.fragment && count >= 2 && o.meta.ByteSizeLong() + bytes >= options_.max_request_bytes) {
+    std::vector<const WatchEvent*> mine;
+    for (size_t k = from; k < to; ++k) {
+      for (const WatchEvent& e : batches[k]->events) {
+        if (w.range.Contains(e.kv.key)) mine.push_back(&e);
+      }
+    }
+    for (auto& r : Build(w, mine, header_revision)) {
+      out.emplace_back();
+      out.back().meta = std::move(r);
+    }
+    return out;
+  }
+  out.push_back(std::move(o));
+  return out;
+}
+
 void WatchHub::Pass() {
   std::function<void()> durable_request;
   int64_t durable_revision = 0;
+  // The round's encoded blocks, shared by the synced watchers and the catch-ups (dropped after the round:
+  // the queued responses hold what they need).
+  EncodingCache cache;
   {
     std::lock_guard<std::mutex> lock(mu_);
     // Nobody watches: nothing to deliver and nothing to hold (the first watcher restarts dispatching).
@@ -369,18 +476,13 @@ void WatchHub::Pass() {
       std::vector<std::shared_ptr<const RevisionEvents>> batches;
       // The log holds every revision after dispatched_ (SetHold), so this read cannot fail.
       source_.log->Read(dispatched_ + 1, target, &batches);
-      std::vector<const WatchEvent*> mine;
-      for (const auto& b : batches) {
+      for (size_t k = 0; k < batches.size(); ++k) {
+        const auto& b = batches[k];
         if (b->events.empty() || synced_.empty()) continue;
         std::vector<WatchStream::Watcher*> fell_behind;
         for (WatchStream::Watcher* w : synced_) {
           if (b->revision < w->next) continue;
-          mine.clear();
-          for (const WatchEvent& e : b->events) {
-            if (w->range.Contains(e.kv.key)) mine.push_back(&e);
-          }
-          if (mine.empty()) continue;
-          std::vector<etcdserverpb::WatchResponse> responses = Build(*w, mine, b->revision);
+          std::vector<Outgoing> responses = Encode(*w, batches, k, k + 1, b->revision, &cache);
           if (responses.empty()) continue;
 #ifdef REVKV_MUTATION_WATCH_NO_FALL_BEHIND  // mutation switch: a slow stream's queue grows without bound
           const bool force = true;
@@ -414,12 +516,12 @@ void WatchHub::Pass() {
       durable_request = [this] { Wake(); };
     }
     std::vector<WatchStream::Watcher*> lagging(unsynced_.begin(), unsynced_.end());
-    for (WatchStream::Watcher* w : lagging) CatchUp(w);
+    for (WatchStream::Watcher* w : lagging) CatchUp(w, &cache);
   }
   if (durable_request) source_.on_visible(durable_revision, std::move(durable_request));
 }
 
-void WatchHub::CatchUp(WatchStream::Watcher* w) {
+void WatchHub::CatchUp(WatchStream::Watcher* w, EncodingCache* cache) {
   for (;;) {
     // compacted_to() >= first(): below first() the events are gone; between the two they are held
     // for watchers that keep up, but compacted for this one (etcd answers by the compaction).
@@ -442,13 +544,7 @@ void WatchHub::CatchUp(WatchStream::Watcher* w) {
     const int64_t last = std::min(dispatched_, w->next + kCatchUpRevisions - 1);
     std::vector<std::shared_ptr<const RevisionEvents>> batches;
     if (!source_.log->Read(w->next, last, &batches)) continue;  // trimmed meanwhile: compacted above
-    std::vector<const WatchEvent*> mine;
-    for (const auto& b : batches) {
-      for (const WatchEvent& e : b->events) {
-        if (w->range.Contains(e.kv.key)) mine.push_back(&e);
-      }
-    }
-    std::vector<etcdserverpb::WatchResponse> responses = Build(*w, mine, last);
+    std::vector<Outgoing> responses = Encode(*w, batches, 0, batches.size(), last, cache);
     if (!responses.empty()) {
       if (!w->stream->Push(std::move(responses), /*force=*/false)) return;  // WriteDone wakes us
       w->progress_due = false;
@@ -483,6 +579,11 @@ void WatchHub::ProgressTick() {
 int64_t WatchHub::dispatched() const {
   std::lock_guard<std::mutex> lock(mu_);
   return dispatched_;
+}
+
+uint64_t WatchHub::encodings() const {
+  std::lock_guard<std::mutex> lock(mu_);
+  return encodings_;
 }
 
 size_t WatchHub::watchers() const {

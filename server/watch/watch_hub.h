@@ -8,9 +8,13 @@
 // and on a timer for progress notifications only; it never polls.
 //
 // As etcd (mvcc/watchable_store.go), watchers are synced or unsynced. The dispatcher hands each new
-// revision to every synced watcher whose range it touches, one response per revision. A watcher whose
-// stream's queue is full (in bytes or in responses) becomes unsynced at that revision; writers are never
-// held back and the queue never grows past its bound (control responses aside). An unsynced watcher
+// revision to every synced watcher whose range it touches, one response per revision. A revision's events
+// are encoded once per distinct selection (the events a watcher's range and filters let through, with or
+// without prev_kv) in a dispatch round: every watcher that gets the same selection queues a small response
+// of its own (header, watch_id) followed by the same shared encoded block (Outgoing), which the transport
+// writes as it is; a catch-up response is its own part followed by one shared block per revision. A
+// watcher whose stream's queue is full (in bytes or in responses) becomes unsynced at that revision; writers
+// are never held back and the queue never grows past its bound (control responses aside). An unsynced watcher
 // (that one, or one created with a past start revision) catches up from the history when its stream
 // has room, in responses of up to kCatchUpRevisions revisions, and becomes synced again once it reaches
 // the dispatched revision. A watcher whose next revision is below the compaction (EventLog::compacted_to,
@@ -35,6 +39,7 @@
 #include <set>
 #include <string>
 #include <thread>
+#include <unordered_map>
 #include <vector>
 
 #include "etcdserverpb/rpc.pb.h"
@@ -61,6 +66,21 @@ struct HubSource {
 
 class WatchHub;
 
+// One queued response as it goes on the wire: `meta` (a WatchResponse: header, watch_id, flags, and for
+// control responses and fragments the events too) followed by `events`, blocks each holding the encoded
+// `events` field of a WatchResponse for one revision (repeated field 11: per event its tag, length and
+// Event), shared between the watchers they go to. Protobuf's wire format lets a message be split so: fields
+// may come in any order and the entries of a repeated field concatenate, so meta's encoding followed by the
+// blocks parses as the whole response.
+struct Outgoing {
+  etcdserverpb::WatchResponse meta;
+  std::vector<std::shared_ptr<const std::string>> events;  // in revision order; empty: meta is all
+  size_t bytes = 0;                                        // meta's and the blocks' size (set by Push)
+
+  // The whole response (tests; the transport writes meta and events as they are).
+  etcdserverpb::WatchResponse Assemble() const;
+};
+
 // One stream's queue of outgoing responses and its watchers. Created by WatchHub::OpenStream.
 // Thread-safety: thread-safe (Next and WriteDone from the transport; the rest from the hub).
 class WatchStream {
@@ -70,6 +90,8 @@ class WatchStream {
 
   // The transport: takes the next response to write into *out if no write is in flight; true if it did
   // (the caller writes it and then calls WriteDone). Never blocks.
+  bool Next(Outgoing* out);
+  // As above, assembled into one message (tests).
   bool Next(etcdserverpb::WatchResponse* out);
   // The transport: the write Next handed out is done. Wakes the dispatcher if watchers of this stream
   // fell behind and there is room again.
@@ -97,6 +119,7 @@ class WatchStream {
 
   // Under hub mu_: queues `responses` (all or none). `force`: control responses, always queued. False if
   // the queue is full (and not forced). Calls on_ready_ if the transport may be idle.
+  bool Push(std::vector<Outgoing> responses, bool force);
   bool Push(std::vector<etcdserverpb::WatchResponse> responses, bool force);
   bool HasRoom() const;  // under mu_
 
@@ -105,10 +128,10 @@ class WatchStream {
   const size_t max_bytes_;
   const size_t max_responses_;
   mutable std::mutex mu_;
-  std::deque<etcdserverpb::WatchResponse> queue_;  // under mu_
-  size_t bytes_ = 0;                               // under mu_
-  bool writing_ = false;                           // under mu_: a response handed out by Next
-  bool lagging_ = false;                           // under mu_: a watcher waits for room (wake on drain)
+  std::deque<Outgoing> queue_;  // under mu_
+  size_t bytes_ = 0;            // under mu_
+  bool writing_ = false;        // under mu_: a response handed out by Next
+  bool lagging_ = false;        // under mu_: a watcher waits for room (wake on drain)
   // Under the hub's mu_:
   std::map<int64_t, std::unique_ptr<Watcher>> watchers_;
   int64_t next_id_ = 0;  // etcd: server-chosen ids start at 0
@@ -157,6 +180,9 @@ class WatchHub {
 
   // The newest revision delivered to synced watchers.
   int64_t dispatched() const;
+  // Event encodings made for synced watchers so far (a revision's selection shared by many watchers is
+  // encoded once).
+  uint64_t encodings() const;
   // Watchers now (all streams) and how many of them are unsynced.
   size_t watchers() const;
   size_t unsynced() const;
@@ -164,11 +190,35 @@ class WatchHub {
   static constexpr int64_t kCatchUpRevisions = 1000;  // etcd's watchBatchMaxRevs
 
  private:
+  // A dispatch round's encoded blocks of one revision, by selection.
+  struct CachedBlock {
+    bool prev_kv = false;
+    bool all = false;                 // every event of the revision (then `selection` is empty)
+    std::vector<uint32_t> selection;  // else the indices of the events
+    std::shared_ptr<const std::string> block;
+  };
+  struct CachedRevision {
+    std::shared_ptr<const RevisionEvents> pin;  // keeps the key's address from being reused in the round
+    std::vector<CachedBlock> blocks;
+  };
+  // A dispatch round's encoded blocks, by revision (the log's batch).
+  using EncodingCache = std::unordered_map<const RevisionEvents*, CachedRevision>;
   void Run();
   void Pass();          // one dispatch round: new revisions to synced watchers, then catch-up
   void ProgressTick();  // periodic progress notifications
-  void CatchUp(WatchStream::Watcher* w);  // requires mu_
-  void Remove(WatchStream::Watcher* w);   // requires mu_; deletes it
+  void CatchUp(WatchStream::Watcher* w, EncodingCache* cache);  // requires mu_
+  void Remove(WatchStream::Watcher* w);                         // requires mu_; deletes it
+  // The encoded block of the events of revision `b` that `w` gets (from *cache, or made and added there);
+  // null if none passes its range and filters. Adds the number of events to *count.
+  std::shared_ptr<const std::string> Block(const WatchStream::Watcher& w,
+                                           const std::shared_ptr<const RevisionEvents>& revision,
+                                           EncodingCache* cache, size_t* count);
+  // The responses for `w` of the revisions `batches` (one, or a catch-up's), with header revision
+  // `header_revision`: its own part and the shared blocks, or Build's fragments if it asked for fragments
+  // and the response reaches the limit; empty if no event passes.
+  std::vector<Outgoing> Encode(const WatchStream::Watcher& w,
+                               const std::vector<std::shared_ptr<const RevisionEvents>>& batches, size_t from,
+                               size_t to, int64_t header_revision, EncodingCache* cache);
   // The responses (fragments, if the watcher asked) for `events` of a watcher; empty if none pass.
   std::vector<etcdserverpb::WatchResponse> Build(const WatchStream::Watcher& w,
                                                  const std::vector<const WatchEvent*>& events,
@@ -182,6 +232,7 @@ class WatchHub {
   std::set<WatchStream::Watcher*> unsynced_;                      // under mu_
   int64_t dispatched_;                                            // under mu_
   int64_t durable_wait_ = 0;  // under mu_: the revision a durability wake-up was asked for
+  uint64_t encodings_ = 0;    // under mu_
   // Watchers in all streams; written under mu_, read by publishers without it (the log's listener wakes
   // the dispatcher only when there is a watcher, so a write costs no thread wake-up when nobody watches).
   std::atomic<size_t> live_watchers_{0};

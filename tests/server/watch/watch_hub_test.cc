@@ -254,6 +254,138 @@ TEST(WatchHub, RangesFiltersAndPreviousKeyValues) {
   for (const auto& e : reader.Events(1)) EXPECT_FALSE(e.has_prev_kv());
 }
 
+// A revision's events are encoded once per selection and shared: watchers on different streams that get
+// the same events queue the same encoded block; a watcher that wants prev_kv gets a block of its own; the
+// block, after each watcher's own part, parses as that watcher's whole response.
+TEST(WatchHub, EventsOfARevisionAreEncodedOnceAndSharedBetweenWatchers) {
+  Harness h;
+  h.log().Publish(1, {});
+  std::vector<std::unique_ptr<Reader>> readers;
+  for (int i = 0; i < 3; ++i) {
+    readers.push_back(std::make_unique<Reader>(&h.hub()));
+    h.hub().Create(readers[i]->stream(), Req("p/", "p0"));
+  }
+  WatchCreateRequest with_prev = Req("p/", "p0");
+  with_prev.set_prev_kv(true);
+  h.hub().Create(readers[0]->stream(), with_prev);  // watch id 1 on the first stream
+  for (auto& r : readers) ASSERT_TRUE(r->DrainUntil([](auto& g) { return !g.empty(); }));
+  ASSERT_TRUE(readers[0]->DrainUntil([](auto& g) { return g.size() == 2; }));
+
+  const WatchEvent p2 = Put("p/1", "x", 2, 2, 1);
+  const WatchEvent p3 = Put("p/1", "y", 3, 2, 2, &p2);
+  h.log().Publish(2, {p2});
+  h.log().Publish(3, {p3, Put("q", "other", 3, 3, 1)});
+  // Each stream's queued responses, as the transport takes them.
+  std::vector<std::vector<Outgoing>> queued(readers.size());
+  const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(10);
+  auto count = [&] { return queued[0].size() + queued[1].size() + queued[2].size(); };
+  while (count() < 8 && std::chrono::steady_clock::now() < deadline) {
+    for (size_t i = 0; i < readers.size(); ++i) {
+      Outgoing o;
+      while (readers[i]->stream()->Next(&o)) {
+        queued[i].push_back(std::move(o));
+        readers[i]->stream()->WriteDone();
+      }
+    }
+    std::this_thread::sleep_for(std::chrono::milliseconds(1));
+  }
+  ASSERT_EQ(count(), 8u);  // revisions 2 and 3 for four watchers
+  auto of = [&](size_t stream, int64_t id, int64_t revision) -> const Outgoing& {
+    for (const Outgoing& o : queued[stream])
+      if (o.meta.watch_id() == id && o.meta.header().revision() == revision) return o;
+    ADD_FAILURE() << "no response for watcher " << id << " at " << revision << " on stream " << stream;
+    static const Outgoing none;
+    return none;
+  };
+  for (int64_t rev : {2, 3}) {
+    const Outgoing& first = of(0, 0, rev);
+    ASSERT_EQ(first.events.size(), 1u);
+    EXPECT_EQ(first.meta.events_size(), 0);  // the events travel in the shared block only
+    ASSERT_EQ(of(1, 0, rev).events.size(), 1u);
+    ASSERT_EQ(of(2, 0, rev).events.size(), 1u);
+    ASSERT_EQ(of(0, 1, rev).events.size(), 1u);
+    EXPECT_EQ(of(1, 0, rev).events[0].get(), first.events[0].get());
+    EXPECT_EQ(of(2, 0, rev).events[0].get(), first.events[0].get());
+    EXPECT_NE(of(0, 1, rev).events[0].get(), first.events[0].get());  // prev_kv: another selection
+  }
+  EXPECT_EQ(h.hub().encodings(), 4u);  // two revisions, each with and without prev_kv
+
+  // The parts together are the response etcd sends: one event (q is outside the range), prev_kv if asked.
+  const WatchResponse plain = of(2, 0, 3).Assemble();
+  ASSERT_EQ(plain.events_size(), 1);
+  EXPECT_EQ(plain.watch_id(), 0);
+  EXPECT_EQ(plain.header().revision(), 3);
+  EXPECT_EQ(plain.events(0).kv().value(), "y");
+  EXPECT_EQ(plain.events(0).kv().version(), 2);
+  EXPECT_FALSE(plain.events(0).has_prev_kv());
+  const WatchResponse prev = of(0, 1, 3).Assemble();
+  ASSERT_EQ(prev.events_size(), 1);
+  EXPECT_EQ(prev.watch_id(), 1);
+  EXPECT_EQ(prev.events(0).prev_kv().value(), "x");
+  EXPECT_EQ(of(0, 0, 3).bytes, plain.ByteSizeLong());  // the stream's bound counts what is written
+}
+
+// A watcher catching up from the history shares the blocks the dispatch round encoded: the revision that
+// becomes visible goes to a synced watcher and to the one catching up as the same encoded block.
+TEST(WatchHub, CatchUpSharesTheRoundsEncodedBlocks) {
+  HubOptions options;
+  options.stream_max_responses = 1;
+  Harness h(options, /*visible=*/1);
+  h.log().Publish(1, {});
+  Reader synced(&h.hub());
+  h.hub().Create(synced.stream(), Req("p/", "p0"));  // watch id 0, from revision 2
+  ASSERT_TRUE(synced.DrainUntil([](auto& g) { return g.size() == 1; }));
+  h.log().Publish(2, {Put("p/a", "1", 2, 2, 1)});
+  h.SetVisible(2);
+  ASSERT_TRUE(synced.DrainUntil([](auto& g) { return CountEvents(g, 0) == 1; }));
+
+  // A watcher from revision 2 on a stream whose queue is full (its created response): it waits to catch up.
+  auto behind = h.hub().OpenStream([] {});
+  h.hub().Create(behind.get(), Req("p/", "p0", 2));
+  h.log().Publish(3, {Put("p/b", "2", 3, 3, 1)});  // not visible yet
+  Outgoing created;
+  ASSERT_TRUE(behind->Next(&created));  // the queue has room now (no wake-up: the write is in flight)
+  EXPECT_TRUE(created.meta.created());
+  h.SetVisible(3);  // one round dispatches revision 3 and lets the watcher catch up
+
+  std::vector<Outgoing> got;
+  size_t events = 0;
+  const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(10);
+  behind->WriteDone();
+  while (events < 2 && std::chrono::steady_clock::now() < deadline) {
+    Outgoing o;
+    if (behind->Next(&o)) {
+      events += static_cast<size_t>(o.Assemble().events_size());
+      got.push_back(std::move(o));
+      behind->WriteDone();
+    } else {
+      std::this_thread::sleep_for(std::chrono::milliseconds(1));
+    }
+  }
+  ASSERT_EQ(events, 2u);
+  const Outgoing& last = got.back();
+  ASSERT_FALSE(last.events.empty());
+  EXPECT_EQ(last.meta.events_size(), 0);
+  // The synced watcher's block for revision 3.
+  Outgoing mine;
+  for (const auto deadline2 = std::chrono::steady_clock::now() + std::chrono::seconds(10);
+       !synced.stream()->Next(&mine) && std::chrono::steady_clock::now() < deadline2;) {
+    std::this_thread::sleep_for(std::chrono::milliseconds(1));
+  }
+  ASSERT_EQ(mine.meta.header().revision(), 3);
+  ASSERT_EQ(mine.events.size(), 1u);
+  EXPECT_EQ(last.events.back().get(), mine.events[0].get());
+  synced.stream()->WriteDone();
+  // In revision order, without gaps or duplicates.
+  std::vector<int64_t> revisions;
+  for (const Outgoing& o : got) {
+    const WatchResponse whole = o.Assemble();
+    for (const auto& e : whole.events()) revisions.push_back(e.kv().mod_revision());
+  }
+  EXPECT_EQ(revisions, (std::vector<int64_t>{2, 3}));
+  h.hub().CloseStream(behind.get());
+}
+
 // The dispatcher must not deliver a revision before it is durable (visible): a crash could take it back.
 TEST(WatchHub, RevisionsAreDeliveredOnlyOnceVisible) {
   Harness h(HubOptions(), /*visible=*/1);
