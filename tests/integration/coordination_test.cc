@@ -184,7 +184,15 @@ TEST_P(Coordination, AbandonedLockWaitGivesItsKeyBack) {
   auto held = LockOf("abandon", a);
   ASSERT_TRUE(IsOk(held.status));
   auto waited = LockOf("abandon", b, std::chrono::milliseconds(500));
-  EXPECT_EQ(waited.status.error_code(), grpc::StatusCode::DEADLINE_EXCEEDED) << StatusText(waited.status);
+  // The client's deadline ends the call. etcd's lock server runs on its own client of etcd with the
+  // call's context, so etcd sometimes answers first, as that client's error: UNKNOWN "context deadline
+  // exceeded" (about 1 run in 10 here). revkv's answer is always the deadline's own.
+  const bool etcds_own_answer = GetParam() == Flavor::kEtcd &&
+                                waited.status.error_code() == grpc::StatusCode::UNKNOWN &&
+                                waited.status.error_message() == "context deadline exceeded";
+  if (!etcds_own_answer) {
+    EXPECT_EQ(waited.status.error_code(), grpc::StatusCode::DEADLINE_EXCEEDED) << StatusText(waited.status);
+  }
   EXPECT_TRUE(Eventually([&] {
     return KeysUnder("abandon/") == std::vector<std::string>{held.response.key()};
   })) << "keys under abandon/: "
