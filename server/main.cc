@@ -85,7 +85,13 @@ int Main(int argc, char** argv) {
   absl::SetMutexDeadlockDetectionMode(absl::OnDeadlockCycle::kIgnore);
   absl::StatusOr<CommandLine> parsed = ParseConfig(argc, argv);
   if (!parsed.ok()) {
-    std::fprintf(stderr, "revkv-server: %s\n", std::string(parsed.status().message()).c_str());
+    // In the format asked for, so that with JSON logs this line parses too.
+    if (RequestedLogFormat(argc, argv) == LogFormat::kJson) {
+      SetUpLogging(LogLevel::kInfo, LogFormat::kJson);
+      spdlog::error("revkv-server: {}", std::string(parsed.status().message()));
+    } else {
+      std::fprintf(stderr, "revkv-server: %s\n", std::string(parsed.status().message()).c_str());
+    }
     return 2;
   }
   ServerConfig config = parsed->config;  // const once the gRPC port is known (below)

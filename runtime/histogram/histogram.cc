@@ -135,8 +135,14 @@ HistogramSnapshot Histogram::Snapshot() const {
   HistogramSnapshot s;
   s.layout = layout_;
   s.buckets.resize(layout_.bucket_count());
-  for (size_t i = 0; i < s.buckets.size(); ++i) s.buckets[i] = buckets_[i].load(std::memory_order_relaxed);
-  s.count = count_.load(std::memory_order_relaxed);
+  // The count is the sum of the buckets as read, not count_: a Record between the reads of the buckets
+  // and of count_ would otherwise be in one and not the other, and a Prometheus +Inf bucket (the count)
+  // could fall below a finite bucket or count a value no bucket holds. Each bucket only grows, so the
+  // sum of successive snapshots does too.
+  for (size_t i = 0; i < s.buckets.size(); ++i) {
+    s.buckets[i] = buckets_[i].load(std::memory_order_relaxed);
+    s.count += s.buckets[i];
+  }
   s.sum = sum_.load(std::memory_order_relaxed);
   s.max = max_.load(std::memory_order_relaxed);
   const uint64_t min = min_.load(std::memory_order_relaxed);

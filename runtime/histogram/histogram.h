@@ -13,8 +13,9 @@
 // Record is lock-free and may run on any number of threads at once: one relaxed fetch_add on the bucket,
 // on the count and on the sum, and a compare-exchange on min or max only when the value is a new
 // extreme. Snapshot may run on any thread at any time, never blocks and never stops a recorder: it reads
-// each counter once (relaxed), so a snapshot taken during a Record may count it in some figures and not
-// yet in others; counters never go backwards. Nothing is published through these counters, which is
+// each counter once (relaxed), so a snapshot taken during a Record may have it in the buckets and not yet
+// in sum, min or max (or the reverse); its count is always the sum of its buckets; counters never go
+// backwards. Nothing is published through these counters, which is
 // why relaxed is enough everywhere.
 //
 // Thread-safety: Record, Snapshot and the figures are thread-safe; Merge, Clear and assignment are

@@ -348,16 +348,69 @@ absl::StatusOr<CommandLine> ParseCommandLine(const std::vector<std::string>& arg
   return result;
 }
 
-absl::StatusOr<CommandLine> ParseConfig(int argc, char** argv) {
+namespace {
+
+std::vector<std::string> Arguments(int argc, char** argv) {
   std::vector<std::string> args;
   for (int i = 1; i < argc; ++i) args.emplace_back(argv[i]);
+  return args;
+}
+
+std::map<std::string, std::string> Environment() {
   std::map<std::string, std::string> env;
   for (char** e = environ; *e != nullptr; ++e) {
     const std::string entry(*e);
     const size_t equals = entry.find('=');
     if (equals != std::string::npos) env[entry.substr(0, equals)] = entry.substr(equals + 1);
   }
-  absl::StatusOr<CommandLine> parsed = ParseCommandLine(args, env);
+  return env;
+}
+
+}  // namespace
+
+LogFormat RequestedLogFormat(const std::vector<std::string>& args,
+                             const std::map<std::string, std::string>& env) {
+  std::optional<std::string> flag;
+  std::string config_file;
+  for (size_t i = 0; i < args.size(); ++i) {
+    const std::string_view arg = args[i];
+    // "--name value" or "--name=value"; true with the value if `arg` is that flag.
+    const auto value_of = [&](std::string_view name, std::string* value) {
+      if (arg == name && i + 1 < args.size()) {
+        *value = args[i + 1];
+        return true;
+      }
+      if (arg.size() > name.size() && arg.starts_with(name) && arg[name.size()] == '=') {
+        *value = std::string(arg.substr(name.size() + 1));
+        return true;
+      }
+      return false;
+    };
+    std::string value;
+    if (value_of("--log-format", &value)) {
+      flag = value;
+    } else if (value_of("--config", &value)) {
+      config_file = value;
+    }
+  }
+  if (flag.has_value()) return *flag == "json" ? LogFormat::kJson : LogFormat::kText;
+  if (auto it = env.find("REVKV_LOG_FORMAT"); it != env.end()) {
+    return it->second == "json" ? LogFormat::kJson : LogFormat::kText;
+  }
+  if (!config_file.empty()) {
+    ServerConfig scratch;
+    (void)config::ApplyConfigFile(config_file, scratch);  // what it read before an error still counts
+    return scratch.log_format;
+  }
+  return LogFormat::kText;
+}
+
+LogFormat RequestedLogFormat(int argc, char** argv) {
+  return RequestedLogFormat(Arguments(argc, argv), Environment());
+}
+
+absl::StatusOr<CommandLine> ParseConfig(int argc, char** argv) {
+  absl::StatusOr<CommandLine> parsed = ParseCommandLine(Arguments(argc, argv), Environment());
   if (!parsed.ok()) return parsed.status();
   if (parsed->exit_text) {
     std::fputs(parsed->exit_text->c_str(), stdout);

@@ -151,6 +151,14 @@ absl::StatusOr<CommandLine> ParseCommandLine(const std::vector<std::string>& arg
 // and exit non-zero (2 by convention).
 absl::StatusOr<CommandLine> ParseConfig(int argc, char** argv);
 
+// The log format asked for, read without a full parse, for reporting a configuration error in that
+// format: the last --log-format on the command line, else REVKV_LOG_FORMAT, else the log_format of the
+// --config file (as far as it reads); text unless one of them says json. Never fails.
+LogFormat RequestedLogFormat(const std::vector<std::string>& args,
+                             const std::map<std::string, std::string>& env);
+// As above over argv[1..argc) and the process's environment.
+LogFormat RequestedLogFormat(int argc, char** argv);
+
 // The URL MemberList advertises when none is configured: http:// (https:// with TLS) and `listen`, with
 // the host's name in place of a wildcard address (0.0.0.0, [::]), which clients cannot connect to.
 std::string DeriveAdvertiseUrl(const ServerConfig& config);

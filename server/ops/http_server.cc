@@ -15,8 +15,9 @@
 //
 // Threads: one io_context run by `threads` threads. The acceptor and every session have a strand of
 // their own, so a session's handlers never run concurrently while different sessions proceed in
-// parallel. The server keeps a weak_ptr to each live session (to shut them down in Stop); a session
-// removes itself in its destructor.
+// parallel. The server keeps a weak_ptr to each live session (to shut them down in Stop, and to find
+// an idle one to close when a new connection arrives at max_connections); a session removes itself in
+// its destructor.
 //
 // Stop: (1) under conns_mu_, mark stopping (no session is registered afterwards) and take the live
 // sessions; (2) close the acceptor on its strand; (3) ask every session to shut down (an idle one closes
@@ -37,6 +38,7 @@
 #include <exception>
 #include <mutex>
 #include <optional>
+#include <set>
 #include <thread>
 
 #include "absl/base/thread_annotations.h"
@@ -173,6 +175,22 @@ class Session final : public std::enable_shared_from_this<Session> {
     });
   }
 
+  // Whether the session waits for the first byte of a request (a silent new connection, or a kept-alive
+  // one between requests): what the acceptor may close to make room at max_connections. A hint
+  // (relaxed: written on the strand, read by the acceptor; nothing is published through it): GiveWay
+  // decides again on the strand, so a stale hint at worst closes a connection after the answer to the
+  // request it has just begun.
+  bool Idle() const { return idle_.load(std::memory_order_relaxed); }
+
+  // Makes room for a new connection: closes now if still idle, else after answering the request it has
+  // begun.
+  void GiveWay() {
+    asio::post(stream_.get_executor(), [self = shared_from_this()] {
+      self->stopping_ = true;
+      if (self->idle_.load(std::memory_order_relaxed)) self->Close();
+    });
+  }
+
   // Stop: an idle session closes now, one writing an answer after it.
   void Shutdown() {
     asio::post(stream_.get_executor(), [self = shared_from_this()] {
@@ -187,8 +205,10 @@ class Session final : public std::enable_shared_from_this<Session> {
     if (stopping_) return Close();
     if (buffer_.size() > 0) return ReadHead();
     stream_.expires_after(limits_.idle_timeout);
+    idle_.store(true, std::memory_order_relaxed);  // a hint (see Idle)
     stream_.async_read_some(buffer_.prepare(4096),
                             [self = shared_from_this()](const error_code& error, size_t bytes) {
+                              self->idle_.store(false, std::memory_order_relaxed);
                               if (error) return self->Close();  // EOF, reset, idle timeout, Close
                               self->buffer_.commit(bytes);
                               self->ReadHead();
@@ -389,6 +409,7 @@ class Session final : public std::enable_shared_from_this<Session> {
   bool close_after_write_ = false;
   bool stopping_ = false;
   bool closed_ = false;
+  std::atomic<bool> idle_{false};  // see Idle
 };
 
 }  // namespace
@@ -416,6 +437,7 @@ class HttpServer::Impl final : public SessionHost {
   void SessionClosed(uint64_t id) override {
     std::lock_guard<std::mutex> lock(conns_mu_);
     conns_.erase(id);
+    evicting_.erase(id);
     if (conns_.empty()) conns_cv_.notify_all();
   }
 
@@ -442,7 +464,8 @@ class HttpServer::Impl final : public SessionHost {
 
   std::mutex conns_mu_;
   std::condition_variable conns_cv_;
-  std::map<uint64_t, std::weak_ptr<Session>> conns_ ABSL_GUARDED_BY(conns_mu_);
+  std::map<uint64_t, std::weak_ptr<Session>> conns_ ABSL_GUARDED_BY(conns_mu_);  // by age, oldest first
+  std::set<uint64_t> evicting_ ABSL_GUARDED_BY(conns_mu_);  // of conns_: idle ones asked to make room
   uint64_t next_connection_id_ ABSL_GUARDED_BY(conns_mu_) = 1;
   bool stopping_ ABSL_GUARDED_BY(conns_mu_) = false;
   bool accepting_ ABSL_GUARDED_BY(conns_mu_) = false;
@@ -549,15 +572,35 @@ void HttpServer::Impl::OnAccept(const error_code& error, tcp::socket socket) {
     });
     return;
   }
+  // At max_connections the oldest idle connection gives way to the new one (those already giving way
+  // count as gone): silent or kept-alive connections must not lock health checks and scrapes out until
+  // their idle timeout. Only when every connection is busy with a request is the new one closed.
   std::shared_ptr<Session> session;
+  std::shared_ptr<Session> evicted;
+  std::vector<std::shared_ptr<Session>>
+      looked_at;  // released after the lock: a session's destructor takes it
   {
     std::lock_guard<std::mutex> lock(conns_mu_);
-    if (!stopping_ && conns_.size() < static_cast<size_t>(options_.max_connections)) {
+    const auto max = static_cast<size_t>(options_.max_connections);
+    if (!stopping_ && conns_.size() - evicting_.size() >= max) {
+      for (const auto& [id, weak] : conns_) {
+        if (evicting_.count(id) != 0) continue;
+        std::shared_ptr<Session> candidate = weak.lock();
+        if (candidate != nullptr && candidate->Idle()) {
+          evicted = std::move(candidate);
+          evicting_.insert(id);
+          break;
+        }
+        looked_at.push_back(std::move(candidate));
+      }
+    }
+    if (!stopping_ && conns_.size() - evicting_.size() < max) {
       const uint64_t id = next_connection_id_++;
       session = std::make_shared<Session>(id, std::move(socket), limits_, this);
       conns_.emplace(id, session);
     }
   }
+  if (evicted) evicted->GiveWay();
   if (session) {
     session->Start();
   } else {

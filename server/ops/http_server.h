@@ -14,7 +14,9 @@
 //  - a request that carries a body is answered and the connection closed (the body is never read);
 //  - a connection that sends nothing for idle_timeout, takes longer than request_timeout to send a
 //    request head, or does not read a response within write_timeout is closed;
-//  - beyond max_connections, new connections are closed at once.
+//  - at max_connections, a new connection makes the oldest idle one (silent since it connected, or
+//    kept alive between requests) close; when every connection is in the middle of a request, the new
+//    one is closed at once.
 // Handlers run on the server's I/O threads, one request at a time per connection; they should be quick
 // (rendering metrics is fine; blocking on disk or on the store's writers is not).
 //

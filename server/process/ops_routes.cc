@@ -1,8 +1,13 @@
 // The ops endpoint's pages (ops_routes.h).
 #include "server/process/ops_routes.h"
 
+#include <algorithm>
+#include <string>
+#include <vector>
+
 #include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
+#include "etcdserverpb/rpc.pb.h"
 #include "proto/json/proto_json.h"
 #include "server/config/version.h"
 #include "server/process/logging.h"
@@ -44,7 +49,7 @@ void OpsRoutes::AddTo(HttpServer& server) {
   });
   server.Handle("/healthz", [this](const HttpRequest&) { return Healthz(); });
   server.Handle("/version", [this](const HttpRequest&) { return Version(); });
-  server.Handle("/health", [this](const HttpRequest&) { return Health(); });
+  server.Handle("/health", [this](const HttpRequest& request) { return Health(request); });
   server.Handle("/livez", [](const HttpRequest&) { return HttpResponse::Text(200, "ok"); });
   server.Handle("/readyz", [this](const HttpRequest&) { return Readyz(); });
   server.Handle("/debug/gc", [this](const HttpRequest& request) { return DebugGc(request); });
@@ -63,14 +68,62 @@ HttpResponse OpsRoutes::Healthz() const {
                 : HttpResponse::Text(503, absl::StrCat("read-only after a disk error: ", w.message(), "\n"));
 }
 
-// etcd 3.4's body ({"health":"true"}, or "false" with 503), with etcd 3.5's "reason" when unhealthy.
-HttpResponse OpsRoutes::Health() const {
+namespace {
+
+// The alarm types active on a recovered server, in etcd's names ("NOSPACE", "CORRUPT"), ordered by type:
+// the stored alarms and the disk's (a failed log: NOSPACE for a full disk, CORRUPT for another error), as
+// etcd's alarm list shows them.
+std::vector<std::string> ActiveAlarms(ServerState* state) {
+  int64_t mask = state->engine->store().AlarmMask();
+  if (const absl::Status w = state->engine->write_status(); !w.ok()) {
+    mask |= int64_t{1} << (errors::IsNoSpace(w) ? etcdserverpb::NOSPACE : etcdserverpb::CORRUPT);
+  }
+  std::vector<std::string> names;
+  for (int type = 0; type < 63; ++type) {
+    if ((mask & (int64_t{1} << type)) == 0) continue;
+    names.push_back(etcdserverpb::AlarmType_IsValid(type)
+                        ? etcdserverpb::AlarmType_Name(static_cast<etcdserverpb::AlarmType>(type))
+                        : absl::StrCat(type));
+  }
+  return names;
+}
+
+// The values of every "exclude" parameter of the query (etcd's /health?exclude=NOSPACE&exclude=...).
+// Alarm names need no decoding.
+std::vector<std::string> Excluded(const HttpRequest& request) {
+  std::vector<std::string> out;
+  const size_t question = request.target.find('?');
+  if (question == std::string::npos) return out;
+  std::string_view query(request.target);
+  query = query.substr(question + 1, query.find('#', question) - question - 1);
+  while (!query.empty()) {
+    const size_t amp = query.find('&');
+    const std::string_view pair = query.substr(0, amp);
+    if (pair.starts_with("exclude=")) out.emplace_back(pair.substr(8));
+    query = amp == std::string_view::npos ? std::string_view() : query.substr(amp + 1);
+  }
+  return out;
+}
+
+}  // namespace
+
+// etcd 3.4's body ({"health":"true"}, or "false" with 503), with etcd 3.5's "reason" when unhealthy. As
+// etcd's, unhealthy while an alarm is active, unless the query excludes its type (?exclude=NOSPACE).
+HttpResponse OpsRoutes::Health(const HttpRequest& request) const {
   ServerState* state = this->state();
   std::string reason;
   if (state == nullptr) {
     reason = "recovering: " + progress_->Read().Describe();
-  } else if (const absl::Status w = state->engine->write_status(); !w.ok()) {
-    reason = "read-only after a disk error: " + std::string(w.message());
+  } else {
+    const std::vector<std::string> excluded = Excluded(request);
+    for (const std::string& alarm : ActiveAlarms(state)) {
+      if (std::find(excluded.begin(), excluded.end(), alarm) != excluded.end()) continue;
+      reason = "alarm activated: " + alarm;
+      if (const absl::Status w = state->engine->write_status(); !w.ok()) {
+        absl::StrAppend(&reason, " (read-only after a disk error: ", w.message(), ")");
+      }
+      break;
+    }
   }
   if (reason.empty()) return HttpResponse::Json(200, R"({"health":"true"})");
   std::string body = R"({"health":"false","reason":")";
@@ -78,18 +131,21 @@ HttpResponse OpsRoutes::Health() const {
   return HttpResponse::Json(503, body + "\"}");
 }
 
-// etcd 3.5's readiness: ready once the store serves reads. A disk error that stopped writes leaves
-// reads working (etcd's NOSPACE alarm does not fail /readyz either); any other disk error is reported
-// as etcd's CORRUPT alarm, which does.
+// etcd 3.5's readiness: ready once the store serves reads. The CORRUPT alarm fails it (stored, or the
+// disk's for a disk error other than a full disk: writes stop, reads go on); NOSPACE does not.
 HttpResponse OpsRoutes::Readyz() const {
   ServerState* state = this->state();
   if (state == nullptr) {
     return HttpResponse::Text(
         503, "[-]recovered failed: " + progress_->Read().Describe() + "\nreadyz check failed\n");
   }
-  if (const absl::Status w = state->engine->write_status(); !w.ok() && !errors::IsNoSpace(w)) {
-    return HttpResponse::Text(
-        503, "[-]data_corruption failed: " + std::string(w.message()) + "\nreadyz check failed\n");
+  const std::vector<std::string> alarms = ActiveAlarms(state);
+  if (std::find(alarms.begin(), alarms.end(), "CORRUPT") != alarms.end()) {
+    std::string why = "alarm activated: CORRUPT";
+    if (const absl::Status w = state->engine->write_status(); !w.ok() && !errors::IsNoSpace(w)) {
+      absl::StrAppend(&why, " (", w.message(), ")");
+    }
+    return HttpResponse::Text(503, "[-]data_corruption failed: " + why + "\nreadyz check failed\n");
   }
   return HttpResponse::Text(200, "ok");
 }

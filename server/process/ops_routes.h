@@ -4,10 +4,11 @@
 //   /healthz    200 "ok"; 503 "recovering: <progress>" while recovering; 503 "read-only after a disk
 //               error: ..." once a disk error has stopped writes
 //   /version    etcd's {"etcdserver":"3.4.0+revkv.0.1.0","etcdcluster":"3.4.0"}
-//   /health     etcd's {"health":"true"}; 503 {"health":"false","reason":...} while recovering or read-only
+//   /health     etcd's {"health":"true"}; 503 {"health":"false","reason":...} while recovering or while an
+//               alarm is active (the disk's included), unless ?exclude=<ALARM> names it, as etcd
 //   /livez      200 "ok" while the process answers at all (etcd 3.5's liveness)
-//   /readyz     200 "ok" once recovered; 503 while recovering or after a disk error other than a full
-//               disk (etcd 3.5's readiness, whose CORRUPT alarm fails it)
+//   /readyz     200 "ok" once recovered; 503 while recovering or while CORRUPT is active (stored, or a
+//               disk error other than a full disk): etcd 3.5's readiness
 //   /debug/gc   the collector's, heap's, STM's and store's figures as JSON (503 while recovering)
 //   /ui         a self-contained page of live charts fed by /debug/gc and /metrics (ui_page.h)
 //
@@ -46,7 +47,7 @@ class OpsRoutes {
  private:
   HttpResponse Healthz() const;
   HttpResponse Version() const;
-  HttpResponse Health() const;
+  HttpResponse Health(const HttpRequest& request) const;
   HttpResponse Readyz() const;
   HttpResponse DebugGc(const HttpRequest& request) const;
 

@@ -191,6 +191,10 @@ class Store {
                                                                  const AuthInfo* who = nullptr);
   // The active alarms of every type at the visible revision, the disk's included (Status's errors).
   std::vector<etcdserverpb::AlarmMember> Alarms();
+  // The types of the stored alarms active in the newest state, as bits (1 << AlarmType); the disk's alarm
+  // is not among them (Engine::write_status has it). Any thread, registered with the runtime or not;
+  // never blocks (acquire: pairs with RefreshAlarmMask's release).
+  int64_t AlarmMask() const { return alarm_mask_.load(std::memory_order_acquire); }
   // What the quota measures: the heap's bytes in old and large-object space (chunks holding committed
   // objects: the store, its history, and garbage until the next major collection), or
   // StoreOptions::store_bytes. Never blocks.

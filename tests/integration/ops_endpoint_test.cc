@@ -322,6 +322,62 @@ TEST_F(OpsEndpoint, EtcdsHealthEndpointsAnswerAsEtcdDoes) {
   EXPECT_EQ(ev.size(), v.size()) << ev;
 }
 
+// etcd 3.4's /health is unhealthy (503, {"health":"false"}) while any alarm is active, unless the query
+// excludes it (?exclude=NOSPACE); healthy again once it is deactivated. Checked against a real etcd too.
+// /readyz (etcd 3.5's) fails under CORRUPT, not under NOSPACE.
+class HealthUnderAlarms : public ::testing::TestWithParam<Flavor> {};
+
+TEST_P(HealthUnderAlarms, HealthIsFalseWhileAnAlarmIsActiveUnlessExcluded) {
+  if (!FlavorAvailable(GetParam())) REVKV_MISSING_TOOL() << FlavorName(GetParam()) << " is not installed";
+  ServerOptions options;
+  options.flavor = GetParam();
+  ServerProcess server(options);
+  ASSERT_TRUE(server.Start());
+  auto maintenance = etcdserverpb::Maintenance::NewStub(server.NewChannel());
+  auto alarm = [&](etcdserverpb::AlarmRequest::AlarmAction action, etcdserverpb::AlarmType type) {
+    etcdserverpb::AlarmRequest r;
+    r.set_action(action);
+    r.set_memberid(77);
+    r.set_alarm(type);
+    return IsOk(Call(maintenance.get(), &etcdserverpb::Maintenance::Stub::Alarm, r).status);
+  };
+  auto health = [&](const std::string& target) {
+    const HttpResponse r = HttpGet(server.metrics_port(), target);
+    const nlohmann::json j = nlohmann::json::parse(r.body, nullptr, false);
+    return std::make_pair(r.status, j.is_object() ? j.value("health", std::string("?")) : r.body);
+  };
+  using A = etcdserverpb::AlarmRequest;
+  using Answer = std::pair<int, std::string>;
+  EXPECT_EQ(health("/health"), Answer(200, "true"));
+
+  ASSERT_TRUE(alarm(A::ACTIVATE, etcdserverpb::NOSPACE));
+  EXPECT_EQ(health("/health"), Answer(503, "false"));
+  EXPECT_EQ(health("/health?exclude=NOSPACE"), Answer(200, "true"));
+  EXPECT_EQ(health("/health?exclude=CORRUPT"), Answer(503, "false"));
+  if (GetParam() == Flavor::kRevkv) {
+    EXPECT_EQ(HttpGet(server.metrics_port(), "/readyz").status, 200);
+  }
+
+  ASSERT_TRUE(alarm(A::ACTIVATE, etcdserverpb::CORRUPT));
+  EXPECT_EQ(health("/health?exclude=NOSPACE"), Answer(503, "false"));
+  EXPECT_EQ(health("/health?exclude=NOSPACE&exclude=CORRUPT"), Answer(200, "true"));
+  if (GetParam() == Flavor::kRevkv) {
+    const HttpResponse readyz = HttpGet(server.metrics_port(), "/readyz");
+    EXPECT_EQ(readyz.status, 503);
+    EXPECT_NE(readyz.body.find("CORRUPT"), std::string::npos) << readyz.body;
+  }
+
+  ASSERT_TRUE(alarm(A::DEACTIVATE, etcdserverpb::CORRUPT));
+  ASSERT_TRUE(alarm(A::DEACTIVATE, etcdserverpb::NOSPACE));
+  EXPECT_EQ(health("/health"), Answer(200, "true"));
+  if (GetParam() == Flavor::kRevkv) {
+    EXPECT_EQ(HttpGet(server.metrics_port(), "/readyz").status, 200);
+  }
+}
+
+INSTANTIATE_TEST_SUITE_P(Flavors, HealthUnderAlarms, ::testing::Values(Flavor::kRevkv, Flavor::kEtcd),
+                         [](const ::testing::TestParamInfo<Flavor>& p) { return FlavorName(p.param); });
+
 TEST_F(OpsEndpoint, DebugGcIsJsonWithTheCollectorFigures) {
   auto admin = ::revkv::v1::Admin::NewStub(channel_);
   for (int i = 0; i < 3; ++i) {

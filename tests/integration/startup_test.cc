@@ -16,6 +16,7 @@
 #include <atomic>
 #include <chrono>
 #include <fstream>
+#include <map>
 #include <mutex>
 #include <sstream>
 #include <string>
@@ -268,6 +269,47 @@ TEST(Startup, SigtermDuringRecoveryEndsTheProcessAtOnceAndLosesNothing) {
   ASSERT_TRUE(IsOk(counted.status));
   EXPECT_EQ(counted.response.count(), kBigStoreEntries);
   EXPECT_EQ(counted.response.header().revision(), kBigStoreRevision);
+}
+
+// A configuration error is reported in the log format asked for: with --log-format=json (on the command
+// line, in REVKV_LOG_FORMAT or in the --config file) the message naming the bad flag is one JSON object
+// too, and the exit status stays 2.
+TEST(Startup, AConfigurationErrorIsOneJsonLineWhenJsonWasAskedFor) {
+  TempDir dir;
+  const std::string toml = dir.path() + "/revkv.toml";
+  std::ofstream(toml) << "log_format = \"json\"\n";
+  struct Case {
+    std::vector<std::string> args;
+    std::map<std::string, std::string> env;
+    std::string named;  // what the message must name
+  };
+  const std::vector<Case> cases = {
+      {{"--log-format=json", "--max-heap=lots"}, {}, "--max-heap"},
+      {{"--log-format", "json", "--no-such-flag"}, {}, "--no-such-flag"},
+      {{"--max-heap=lots"}, {{"REVKV_LOG_FORMAT", "json"}}, "--max-heap"},
+      {{"--config", toml, "--max-heap=lots"}, {}, "--max-heap"},
+  };
+  for (const Case& c : cases) {
+    std::vector<std::string> argv = {REVKV_SERVER_BINARY, "--data-dir=" + dir.path() + "/data"};
+    argv.insert(argv.end(), c.args.begin(), c.args.end());
+    const CommandResult r = RunCommand(argv, "", c.env, std::chrono::seconds(30));
+    SCOPED_TRACE(::testing::PrintToString(c.args));
+    EXPECT_EQ(r.exit_code, 2) << r.Describe();
+    int lines = 0;
+    bool named = false;
+    for (const std::string& line : ServerLines(r.err)) {
+      ++lines;
+      const nlohmann::json entry = nlohmann::json::parse(line, nullptr, /*allow_exceptions=*/false);
+      if (!entry.is_object() || !entry.contains("msg") || !entry["msg"].is_string()) {
+        ADD_FAILURE() << "not a JSON log line: " << line;
+        continue;
+      }
+      EXPECT_EQ(entry.value("level", ""), "error") << line;
+      named = named || Contains(entry["msg"].get<std::string>(), c.named);
+    }
+    EXPECT_GE(lines, 1) << r.Describe();
+    EXPECT_TRUE(named) << r.Describe();
+  }
 }
 
 TEST(Signals, SighupNeitherKillsNorDisturbsTheServer) {

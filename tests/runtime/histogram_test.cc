@@ -9,6 +9,7 @@
 
 #include <atomic>
 #include <bit>
+#include <chrono>
 #include <random>
 #include <thread>
 #include <vector>
@@ -179,6 +180,35 @@ TEST(Histogram, ConcurrentRecordingLosesNothingAndSnapshotsNeverGoBack) {
   EXPECT_EQ(s.sum, n * (n - 1) / 2);
   EXPECT_EQ(s.min, 0u);
   EXPECT_EQ(s.max, n - 1);
+}
+
+// A snapshot taken while other threads record is self-consistent: its count is the sum of its buckets,
+// so that Prometheus' +Inf bucket (the count) is never below a finite bucket and never counts values
+// that no bucket holds.
+TEST(Histogram, ASnapshotDuringRecordingCountsWhatItsBucketsHold) {
+  Histogram h;
+  std::atomic<bool> done{false};
+  std::vector<std::thread> writers;
+  for (int t = 0; t < 2; ++t) {
+    writers.emplace_back([&, t] {
+      for (uint64_t i = 0; !done.load(std::memory_order_relaxed); ++i) h.Record(i * 7919 + t);
+    });
+  }
+  int inconsistent = 0;
+  const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(2);
+  for (int round = 0; round < 2000 && inconsistent == 0 && std::chrono::steady_clock::now() < deadline;
+       ++round) {
+    const HistogramSnapshot s = h.Snapshot();
+    uint64_t total = 0;
+    for (uint64_t b : s.buckets) total += b;
+    if (total != s.count) {
+      ++inconsistent;
+      ADD_FAILURE() << "count " << s.count << " but the buckets hold " << total;
+    }
+  }
+  done = true;
+  for (std::thread& w : writers) w.join();
+  EXPECT_EQ(inconsistent, 0);
 }
 
 }  // namespace

@@ -483,6 +483,8 @@ TEST_F(HttpServerTest, SlowRequestHeadIsCutOffAtRequestTimeout) {
   EXPECT_LT(Clock::now() - start, std::chrono::seconds(3));
 }
 
+// Connections in the middle of a request (here: a head not finished) hold their places: one more is
+// closed at once, until a place is free.
 TEST_F(HttpServerTest, ExtraConnectionsBeyondTheLimitAreClosed) {
   HttpServer::Options options = LocalOptions();
   options.max_connections = 2;
@@ -492,6 +494,9 @@ TEST_F(HttpServerTest, ExtraConnectionsBeyondTheLimitAreClosed) {
   ASSERT_TRUE(a->Send(Get("/echo")) && b->Send(Get("/echo")));
   ASSERT_TRUE(a->ReadResponse().has_value());
   ASSERT_TRUE(b->ReadResponse().has_value());
+  const std::string unfinished = "GET /echo HTTP/1.1\r\nHost: localhost\r\n";
+  ASSERT_TRUE(a->Send(unfinished) && b->Send(unfinished));
+  std::this_thread::sleep_for(std::chrono::milliseconds(100));  // both are reading a head now
   TestClient c(port());
   EXPECT_TRUE(c.WaitForClose());
   a.reset();  // frees a slot
@@ -502,6 +507,37 @@ TEST_F(HttpServerTest, ExtraConnectionsBeyondTheLimitAreClosed) {
     if (!served) std::this_thread::sleep_for(std::chrono::milliseconds(20));
   }
   EXPECT_TRUE(served);
+}
+
+// At the limit, idle connections (silent since they connected, or kept alive between requests) give
+// way to a new one, oldest first: a client that holds connections open without using them cannot lock
+// health checks and scrapes out until the idle timeout.
+TEST_F(HttpServerTest, IdleConnectionsGiveWayToANewOneAtTheLimit) {
+  HttpServer::Options options = LocalOptions();
+  options.max_connections = 2;
+  StartServer(options);
+  TestClient kept_alive(port());
+  ASSERT_TRUE(kept_alive.Send(Get("/echo")));
+  ASSERT_TRUE(kept_alive.ReadResponse().has_value());  // and now idle between requests
+  TestClient silent(port());
+  ASSERT_TRUE(silent.connected());
+  std::this_thread::sleep_for(std::chrono::milliseconds(100));  // both accepted, both idle
+  // Each new client is served (and stays, kept alive); the oldest idle connection makes room for it.
+  TestClient first(port());
+  ASSERT_TRUE(first.Send(Get("/echo")));
+  std::optional<Response> response = first.ReadResponse();
+  ASSERT_TRUE(response.has_value()) << "a client was refused while two idle connections held the places";
+  EXPECT_EQ(response->status, 200);
+  EXPECT_TRUE(kept_alive.WaitForClose());
+  TestClient second(port());
+  ASSERT_TRUE(second.Send(Get("/echo")));
+  response = second.ReadResponse();
+  ASSERT_TRUE(response.has_value()) << "a client was refused while idle connections held the places";
+  EXPECT_EQ(response->status, 200);
+  EXPECT_TRUE(silent.WaitForClose());
+  // The client served first is still connected and served.
+  ASSERT_TRUE(first.Send(Get("/echo")));
+  EXPECT_TRUE(first.ReadResponse().has_value());
 }
 
 TEST_F(HttpServerTest, ManyClientsOnSeveralThreads) {
