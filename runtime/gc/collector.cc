@@ -6,6 +6,7 @@
 #include <cstdlib>
 
 #include "runtime/heap/page_space.h"
+#include "runtime/port/diagnostics.h"
 #include "runtime/safepoint/safepoint.h"
 #include "runtime/safepoint/thread_context.h"
 
@@ -17,8 +18,7 @@ std::atomic<CollectorClient*> g_client{nullptr};
 ThreadContext* RequireRunningThread(const char* what) {
   ThreadContext* self = CurrentThread();
   if (self == nullptr || self->in_collection) {
-    std::fprintf(stderr, "revkv runtime: %s on an unregistered or collecting thread\n", what);
-    std::abort();
+    port::Fatal("revkv runtime: %s on an unregistered or collecting thread", what);
   }
   return self;
 }
@@ -85,8 +85,7 @@ void RunWantedMajorCollection() {
 
 char* AllocateSmallSlow(ThreadContext* self, size_t size) {
   if (self->in_collection) {
-    std::fprintf(stderr, "revkv runtime: allocation during a collection\n");
-    std::abort();
+    port::Fatal("revkv runtime: allocation during a collection");
   }
   Poll();  // once per nursery chunk: what bounds the time an allocating thread takes to a safepoint
   ThreadHeap& heap = self->heap;

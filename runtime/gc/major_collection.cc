@@ -30,6 +30,7 @@
 #include "runtime/heap/object_format.h"
 #include "runtime/heap/object_starts.h"
 #include "runtime/heap/page_space.h"
+#include "runtime/port/diagnostics.h"
 #include "runtime/safepoint/safepoint.h"
 #include "runtime/safepoint/thread_context.h"
 
@@ -284,9 +285,7 @@ class MajorCollector final : public Relocator {
       if (n != target) o->h_revision.store(reinterpret_cast<uintptr_t>(n), std::memory_order_relaxed);
       if (global && LayoutOf(o->type()).versioned) ++nonhead_survivors_;
     } else if (IsLockValue(v)) {
-      std::fprintf(stderr, "revkv runtime: major collection found a locked header (%p)\n",
-                   static_cast<void*>(o));
-      std::abort();
+      port::Fatal("revkv runtime: major collection found a locked header (%p)", static_cast<void*>(o));
     }
   }
 

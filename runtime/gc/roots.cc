@@ -7,6 +7,7 @@
 #include <mutex>
 #include <vector>
 
+#include "runtime/port/diagnostics.h"
 #include "runtime/safepoint/thread_context.h"
 
 namespace revkv::runtime {
@@ -15,8 +16,7 @@ namespace internal {
 void LinkRoot(RootNode* node) {
   ThreadContext* self = CurrentThread();
   if (self == nullptr) {
-    std::fprintf(stderr, "revkv runtime: Root<> on an unregistered thread\n");
-    std::abort();
+    port::Fatal("revkv runtime: Root<> on an unregistered thread");
   }
   RootNode* head = &self->roots;
   node->prev = head;
@@ -51,8 +51,7 @@ GlobalRoot::~GlobalRoot() { GlobalRootTable::Get().Remove(this); }
 
 void GlobalRoot::Store(Object* value) {
   if (value != nullptr && IsInNursery(value)) {
-    std::fprintf(stderr, "revkv runtime: GlobalRoot::Store of a nursery object\n");
-    std::abort();
+    port::Fatal("revkv runtime: GlobalRoot::Store of a nursery object");
   }
   value_.store(value, std::memory_order_release);
 }

@@ -44,6 +44,7 @@
 #include "runtime/heap/object_format.h"
 #include "runtime/heap/object_starts.h"
 #include "runtime/heap/page_space.h"
+#include "runtime/port/diagnostics.h"
 #include "runtime/safepoint/thread_context.h"
 
 namespace revkv::runtime {
@@ -55,10 +56,9 @@ namespace {
 std::atomic<bool> g_verify_heap{false};
 
 [[noreturn]] void Fail(const char* what, const void* object, const void* slot, uintptr_t value) {
-  std::fprintf(stderr, "revkv heap verifier: %s (object %p, type %u, slot %p, value 0x%zx)\n", what, object,
-               object != nullptr ? static_cast<const Object*>(object)->type() : 0u, slot,
-               static_cast<size_t>(value));
-  std::abort();
+  port::Fatal("revkv heap verifier: %s (object %p, type %u, slot %p, value 0x%zx)", what, object,
+              object != nullptr ? static_cast<const Object*>(object)->type() : 0u, slot,
+              static_cast<size_t>(value));
 }
 
 void CheckHeader(const Object* o) {

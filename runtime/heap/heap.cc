@@ -11,6 +11,7 @@
 #include "runtime/heap/object_format.h"
 #include "runtime/heap/object_starts.h"
 #include "runtime/heap/page_space.h"
+#include "runtime/port/diagnostics.h"
 #include "runtime/safepoint/safepoint.h"
 #include "runtime/safepoint/thread_context.h"
 
@@ -23,8 +24,7 @@ std::once_flag g_init_once;
 ThreadContext* RequireThread() {
   ThreadContext* self = CurrentThread();
   if (self == nullptr) {
-    std::fprintf(stderr, "revkv runtime: allocation on an unregistered thread\n");
-    std::abort();
+    port::Fatal("revkv runtime: allocation on an unregistered thread");
   }
   return self;
 }

@@ -7,6 +7,7 @@
 #include <cstring>
 
 #include "runtime/heap/object_starts.h"
+#include "runtime/port/diagnostics.h"
 #include "runtime/port/port.h"
 #include "runtime/safepoint/safepoint.h"
 
@@ -133,8 +134,7 @@ uint64_t* PageSpace::ObjectStartsOfLocked(const PageHeader* page) const {
       return segments_[i].object_starts + (a - base) / kPageSize * kStartWordsPerPage;
     }
   }
-  std::fprintf(stderr, "revkv runtime: page %p is in no segment\n", static_cast<const void*>(page));
-  std::abort();
+  port::Fatal("revkv runtime: page %p is in no segment", static_cast<const void*>(page));
 }
 
 void PageSpace::InitChunk(PageHeader* page, size_t index, ChunkKind kind, uint16_t owner) {

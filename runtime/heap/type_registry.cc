@@ -6,6 +6,7 @@
 
 #include "runtime/heap/heap.h"
 #include "runtime/heap/object_format.h"
+#include "runtime/port/diagnostics.h"
 
 namespace revkv::runtime {
 
@@ -45,8 +46,7 @@ TypeId RegisterType(TypeDescriptor descriptor) {
   std::lock_guard<std::mutex> lock(r.mu);
   const size_t id = r.count.load(std::memory_order_relaxed);
   if (id >= kMaxTypes) {
-    std::fprintf(stderr, "revkv runtime: more than %zu heap types\n", kMaxTypes);
-    std::abort();
+    port::Fatal("revkv runtime: more than %zu heap types", kMaxTypes);
   }
   if (descriptor.fixed_size < sizeof(Object)) descriptor.fixed_size = sizeof(Object);
   r.descriptors.push_back(std::move(descriptor));
@@ -62,8 +62,7 @@ TypeId RegisterType(TypeDescriptor descriptor) {
 const TypeDescriptor& DescribeType(TypeId id) {
   Registry& r = Types();
   if (id >= r.count.load(std::memory_order_acquire)) {
-    std::fprintf(stderr, "revkv runtime: unknown heap type id %u\n", id);
-    std::abort();
+    port::Fatal("revkv runtime: unknown heap type id %u", id);
   }
   return *r.by_id[id];
 }

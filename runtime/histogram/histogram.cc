@@ -7,13 +7,12 @@
 #include <cstdio>
 #include <cstdlib>
 
+#include "runtime/port/diagnostics.h"
+
 namespace revkv::runtime {
 namespace {
 
-[[noreturn]] void Fatal(const char* what) {
-  std::fprintf(stderr, "revkv histogram: %s\n", what);
-  std::abort();
-}
+[[noreturn]] void Fatal(const char* what) { runtime::port::Fatal("revkv histogram: %s", what); }
 
 }  // namespace
 

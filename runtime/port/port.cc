@@ -13,6 +13,8 @@
 #include <cstdio>
 #include <cstdlib>
 
+#include "runtime/port/diagnostics.h"
+
 namespace revkv::runtime::port {
 
 void* ReserveAligned(size_t size, size_t alignment) {
@@ -37,8 +39,7 @@ void Decommit(void* base, size_t size) { madvise(base, size, MADV_DONTNEED); }
 StackBounds CurrentThreadStackBounds() {
   pthread_attr_t attr;
   if (pthread_getattr_np(pthread_self(), &attr) != 0) {
-    std::fprintf(stderr, "revkv runtime: pthread_getattr_np failed\n");
-    std::abort();
+    port::Fatal("revkv runtime: pthread_getattr_np failed");
   }
   void* addr = nullptr;
   size_t size = 0;
@@ -61,9 +62,8 @@ __attribute__((noinline)) REVKV_NO_SANITIZE_STACK_SCAN int CopyCallerFrame(Saved
                                                                            uintptr_t caller_cfa) {
   const uintptr_t low = reinterpret_cast<uintptr_t>(__builtin_frame_address(0)) & ~uintptr_t{7};
   if (caller_cfa < low || (caller_cfa - low) / sizeof(uintptr_t) > SavedRegisters::kCount) {
-    std::fprintf(stderr, "revkv runtime: callee-saved registers spill frame of %zd bytes does not fit\n",
-                 static_cast<ptrdiff_t>(caller_cfa - low));
-    std::abort();
+    port::Fatal("revkv runtime: callee-saved registers spill frame of %zd bytes does not fit",
+                static_cast<ptrdiff_t>(caller_cfa - low));
   }
   const int words = static_cast<int>((caller_cfa - low) / sizeof(uintptr_t));
   const auto* from = reinterpret_cast<const volatile uintptr_t*>(low);

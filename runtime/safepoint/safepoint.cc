@@ -21,6 +21,7 @@
 #include <cstdlib>
 
 #include "runtime/gc/collector.h"
+#include "runtime/port/diagnostics.h"
 #include "runtime/safepoint/thread_context.h"
 
 namespace revkv::runtime {
@@ -31,8 +32,7 @@ std::atomic<uint32_t> g_poll_word{0};
 void PollSlow() {
   ThreadContext* self = CurrentThread();
   if (self == nullptr) {
-    std::fprintf(stderr, "revkv runtime: Poll() on an unregistered thread\n");
-    std::abort();
+    port::Fatal("revkv runtime: Poll() on an unregistered thread");
   }
   const uint32_t word = g_poll_word.load(std::memory_order_acquire);
   if (word & kStopRequested) {
@@ -49,20 +49,18 @@ thread_local ThreadContext* t_current = nullptr;
 
 void internal::CheckNoCommitLocks(const char* what) {
   if (t_current != nullptr && t_current->holds_commit_locks) {
-    std::fprintf(stderr, "revkv runtime: %s on thread '%s', which holds STM header locks\n", what,
-                 t_current->name.c_str());
-    std::abort();
+    port::Fatal("revkv runtime: %s on thread '%s', which holds STM header locks", what,
+                t_current->name.c_str());
   }
 }
 
 void internal::CheckHeapAccess(const char* what) {
   if (t_current == nullptr) return;
-  const char* why = t_current->safe_region_depth > 0 ? "which is in a safe region"
+  const char* why = t_current->safe_region_depth > 0    ? "which is in a safe region"
                     : t_current->in_collection_listener ? "inside a collection listener"
                                                         : nullptr;
   if (why != nullptr) {
-    std::fprintf(stderr, "revkv runtime: %s on thread '%s', %s\n", what, t_current->name.c_str(), why);
-    std::abort();
+    port::Fatal("revkv runtime: %s on thread '%s', %s", what, t_current->name.c_str(), why);
   }
 }
 
@@ -100,11 +98,11 @@ const char* StateName(ThreadState state) {
 // and its state (relaxed: for the message only; the wait loop reads it with the order that matters).
 void ReportLateThread(const ThreadContext* t, uint64_t waited_nanos) {
   RecordLateSafepoint();
-  std::fprintf(stderr,
-               "revkv runtime: stop-the-world has waited %.1f ms for thread '%s' (index %u), which is %s "
-               "and has not polled\n",
-               static_cast<double>(waited_nanos) / 1e6, t->name.c_str(), static_cast<unsigned>(t->index),
-               StateName(t->state.load(std::memory_order_relaxed)));
+  port::Warn(
+      "revkv runtime: stop-the-world has waited %.1f ms for thread '%s' (index %u), which is %s and has "
+      "not polled",
+      static_cast<double>(waited_nanos) / 1e6, t->name.c_str(), static_cast<unsigned>(t->index),
+      StateName(t->state.load(std::memory_order_relaxed)));
 }
 }  // namespace
 
@@ -137,8 +135,7 @@ ThreadContext* ThreadRegistry::Register(std::string_view name) {
   else
     *free_index = true;
   if (index >= 0xFFFF) {
-    std::fprintf(stderr, "revkv runtime: too many registered threads\n");
-    std::abort();
+    port::Fatal("revkv runtime: too many registered threads");
   }
   tc->index = static_cast<uint16_t>(index + 1);  // 0 means "no owner"
   tc->state.store(ThreadState::kRunning, std::memory_order_relaxed);
@@ -250,8 +247,7 @@ void ThreadRegistry::LeaveSafeRegion(ThreadContext* self) {
 
 ThreadRegistration::ThreadRegistration(std::string_view name) {
   if (t_current != nullptr) {
-    std::fprintf(stderr, "revkv runtime: thread registered twice\n");
-    std::abort();
+    port::Fatal("revkv runtime: thread registered twice");
   }
   InitializeRuntime();
   t_current = ThreadRegistry::Get().Register(name);
@@ -260,9 +256,7 @@ ThreadRegistration::ThreadRegistration(std::string_view name) {
 ThreadRegistration::~ThreadRegistration() {
   ThreadContext* self = t_current;
   if (self->roots.next != &self->roots) {
-    std::fprintf(stderr, "revkv runtime: thread '%s' unregistered with live Root<> objects\n",
-                 self->name.c_str());
-    std::abort();
+    port::Fatal("revkv runtime: thread '%s' unregistered with live Root<> objects", self->name.c_str());
   }
   ReleaseThreadHeap(self);
   t_current = nullptr;

@@ -25,6 +25,7 @@
 
 #include "runtime/gc/collector.h"
 #include "runtime/heap/object_format.h"
+#include "runtime/port/diagnostics.h"
 #include "runtime/port/port.h"
 #include "runtime/safepoint/safepoint.h"
 #include "runtime/safepoint/thread_context.h"
@@ -40,8 +41,7 @@ namespace {
 
 void Check(bool condition, const char* what) {
   if (!condition) {
-    std::fprintf(stderr, "revkv stm: invariant violated: %s\n", what);
-    std::abort();
+    port::Fatal("revkv stm: invariant violated: %s", what);
   }
 }
 

@@ -43,6 +43,7 @@
 
 #include "absl/base/thread_annotations.h"
 #include "fmt/format.h"
+#include "runtime/port/diagnostics.h"
 #include "server/ops/http_message.h"
 #include "server/ops/http_target.h"
 #include "spdlog/spdlog.h"
@@ -421,8 +422,7 @@ class HttpServer::Impl final : public SessionHost {
 
   void Handle(std::string path, HttpHandler handler) {
     if (path.empty() || path.front() != '/') {
-      std::fprintf(stderr, "revkv ops: handler path '%s' must start with '/'\n", path.c_str());
-      std::abort();
+      runtime::port::Fatal("revkv ops: handler path '%s' must start with '/'", path.c_str());
     }
     auto shared = std::make_shared<const HttpHandler>(std::move(handler));
     std::lock_guard<std::mutex> lock(handlers_mu_);

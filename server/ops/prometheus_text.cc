@@ -7,6 +7,8 @@
 #include <cstdio>
 #include <cstdlib>
 
+#include "runtime/port/diagnostics.h"
+
 namespace revkv::server::prometheus {
 namespace {
 
@@ -114,8 +116,7 @@ void AppendValue(std::string* out, double value) {
 }
 
 void Fatal(std::string_view message) {
-  std::fprintf(stderr, "revkv metrics: %.*s\n", static_cast<int>(message.size()), message.data());
-  std::abort();
+  runtime::port::Fatal("revkv metrics: %.*s", static_cast<int>(message.size()), message.data());
 }
 
 }  // namespace revkv::server::prometheus

@@ -7,6 +7,7 @@
 #include <cstdlib>
 #include <memory>
 
+#include "runtime/port/diagnostics.h"
 #include "spdlog/pattern_formatter.h"
 #include "spdlog/sinks/stdout_sinks.h"
 #include "spdlog/spdlog.h"
@@ -96,6 +97,18 @@ void ForwardProtobufLog(google::protobuf::LogLevel severity, const char* file, i
   logger->log(level, "{}:{}: {}", file != nullptr ? file : "?", line, message);
 }
 
+// The runtime's and the lowest layers' warnings and fatal errors (runtime/port/diagnostics.h): through
+// the "revkv" logger, so in the log's format. A fatal message is flushed before the process aborts.
+void ForwardDiagnostic(runtime::port::DiagnosticSeverity severity, const char* message) {
+  const std::shared_ptr<spdlog::logger> logger = spdlog::default_logger();
+  if (severity == runtime::port::DiagnosticSeverity::kFatal) {
+    logger->critical("{}", message);
+    logger->flush();
+  } else {
+    logger->warn("{}", message);
+  }
+}
+
 }  // namespace
 
 void AppendJsonEscaped(std::string_view text, std::string& out) {
@@ -181,6 +194,7 @@ void SetUpLogging(LogLevel level, LogFormat format) {
                                                       : GPR_LOG_SEVERITY_ERROR);
   }
   google::protobuf::SetLogHandler(ForwardProtobufLog);
+  runtime::port::SetDiagnosticSink(ForwardDiagnostic);
 }
 
 }  // namespace revkv::server

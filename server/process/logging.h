@@ -1,6 +1,8 @@
 // The server's log: spdlog's default logger ("revkv") on stderr, as text or as JSON lines, with what
-// gRPC and protobuf log routed into the same sink (loggers "grpc" and "protobuf"), so that the whole
-// stream has one format.
+// gRPC and protobuf log routed into the same sink (loggers "grpc" and "protobuf"), and the warnings and
+// fatal errors of the runtime and the lowest layers (runtime/port/diagnostics.h: a late safepoint, a
+// broken invariant before the abort) written by "revkv" at warning and critical level, so that the
+// whole stream has one format.
 //
 // JSON lines: every line is one JSON object, whatever the message holds (newlines, quotes, control
 // characters and invalid UTF-8 are escaped), e.g.

@@ -5,6 +5,7 @@
 #include <vector>
 
 #include "runtime/gc/gc.h"
+#include "runtime/port/diagnostics.h"
 #include "runtime/stm/stm.h"
 #include "server/watch/watch_hub.h"
 
@@ -176,8 +177,7 @@ void MethodMetrics::Record(std::chrono::steady_clock::time_point start, int code
 const MethodMetrics& ServerState::ForMethod(const std::string& method) {
   auto it = method_metrics.find(method);
   if (it == method_metrics.end()) {
-    std::fprintf(stderr, "revkv: no metrics registered for method %s\n", method.c_str());
-    std::abort();
+    runtime::port::Fatal("revkv: no metrics registered for method %s", method.c_str());
   }
   return it->second;
 }

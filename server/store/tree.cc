@@ -8,6 +8,8 @@
 #include <cstdio>
 #include <cstdlib>
 
+#include "runtime/port/diagnostics.h"
+
 namespace revkv::server::store {
 
 using runtime::stm::Tx;
@@ -27,8 +29,7 @@ const T* Probe() {
 
 void Check(bool ok, const char* what) {
   if (!ok) {
-    std::fprintf(stderr, "revkv store: invariant violated: %s\n", what);
-    std::abort();
+    runtime::port::Fatal("revkv store: invariant violated: %s", what);
   }
 }
 

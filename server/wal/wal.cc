@@ -9,6 +9,7 @@
 
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
+#include "runtime/port/diagnostics.h"
 #include "server/wal/crc32c.h"
 #include "server/wal/wal_format.h"
 #include "server/wal/wal_recovery.h"
@@ -200,9 +201,8 @@ absl::StatusOr<WalReservation> Wal::Reserve(std::string_view payload, DurableCal
 }
 
 void Wal::Die(const char* what, int64_t a, int64_t b) {
-  std::fprintf(stderr, "revkv: wal: %s (%lld, %lld)\n", what, static_cast<long long>(a),
-               static_cast<long long>(b));
-  std::abort();
+  runtime::port::Fatal("revkv: wal: %s (%lld, %lld)", what, static_cast<long long>(a),
+                       static_cast<long long>(b));
 }
 
 WalLsn Wal::Append(WalReservation& reservation, int64_t revision, std::string_view payload) {

@@ -5,6 +5,8 @@
 #include <cstdio>
 #include <cstdlib>
 
+#include "runtime/port/diagnostics.h"
+
 namespace revkv::server::watch {
 
 size_t ApproximateBytes(const std::vector<WatchEvent>& events) {
@@ -28,9 +30,8 @@ void EventLog::Publish(int64_t revision, std::vector<WatchEvent> events) {
     std::lock_guard<std::mutex> lock(mu_);
     int64_t contiguous = contiguous_.load(std::memory_order_relaxed);  // relaxed: written under mu_ only
     if (revision <= contiguous || pending_.count(revision) != 0) {
-      std::fprintf(stderr, "revkv: event log: revision %lld published twice (contiguous %lld)\n",
-                   static_cast<long long>(revision), static_cast<long long>(contiguous));
-      std::abort();
+      runtime::port::Fatal("revkv: event log: revision %lld published twice (contiguous %lld)",
+                           static_cast<long long>(revision), static_cast<long long>(contiguous));
     }
     bytes_.fetch_add(batch->bytes, std::memory_order_relaxed);
 #ifdef REVKV_MUTATION_WATCH_UNORDERED_LOG  // mutation switch: the prefix jumps over missing revisions

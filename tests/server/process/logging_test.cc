@@ -10,6 +10,7 @@
 #include <string>
 
 #include "nlohmann/json.hpp"
+#include "runtime/port/diagnostics.h"
 #include "spdlog/spdlog.h"
 
 namespace revkv::server {
@@ -89,6 +90,31 @@ TEST(Logging, JsonFormatWritesOneObjectPerLineForEveryLogger) {
   for (const nlohmann::json& e : entries) {
     EXPECT_TRUE(e["time"].is_string() && e["thread"].is_number()) << e;
   }
+}
+
+// The runtime's warnings (a thread late for a stop-the-world) come out as log lines, and a fatal error
+// as one flushed critical line before the abort: with JSON logs, each is one JSON object.
+TEST(Logging, TheRuntimesWarningsAndFatalErrorsAreLogLines) {
+  const std::string out = CaptureStderr([] {
+    SetUpLogging(LogLevel::kInfo, LogFormat::kJson);
+    runtime::port::Warn("revkv runtime: stop-the-world has waited %.1f ms for thread '%s'", 12.5, "w\"1");
+  });
+  std::istringstream lines(out);
+  std::string line;
+  ASSERT_TRUE(std::getline(lines, line)) << out;
+  nlohmann::json entry;
+  ASSERT_NO_THROW(entry = nlohmann::json::parse(line)) << line;
+  EXPECT_EQ(entry["level"], "warning");
+  EXPECT_EQ(entry["msg"], "revkv runtime: stop-the-world has waited 12.5 ms for thread 'w\"1'");
+  EXPECT_FALSE(std::getline(lines, line)) << out;
+
+  EXPECT_DEATH(
+      {
+        SetUpLogging(LogLevel::kInfo, LogFormat::kJson);
+        runtime::port::Fatal("revkv runtime: %s on thread '%s'", "allocation", "worker-0");
+      },
+      R"(\{"time":"[^"]+","level":"critical","logger":"revkv","thread":[0-9]+,)"
+      R"("msg":"revkv runtime: allocation on thread 'worker-0'"\})");
 }
 
 TEST(Logging, TextFormatIsOneLinePerMessageWithLevelAndThread) {
