@@ -69,9 +69,10 @@ def svg(runs, pauses, title):
         out.append(f'<rect x="{left}" y="{y0}" width="{plot}" height="{panel}" fill="none" stroke="#999"/>')
         for tick in range(5):
             ms = top_ms * tick / 4
+            label = f"{ms:,.0f}" if top_ms >= 100 else f"{ms:.3g}"
             out.append(f'<line x1="{left}" x2="{left + plot}" y1="{y_of(ms):.1f}" y2="{y_of(ms):.1f}" '
                        f'stroke="#eee"/><text x="{left - 4}" y="{y_of(ms) + 4:.1f}" text-anchor="end">'
-                       f'{ms:,.0f}</text>' if top_ms >= 100 else f'{ms:.3g}</text>')
+                       f'{label}</text>')
         for start, seconds in pauses.get(name, []):
             if start < 0 or start > last:
                 continue  # during the warm-up, or after the last sample
