@@ -227,8 +227,19 @@ std::vector<std::string> ServerProcess::CommandLine() const {
 }
 
 ::testing::AssertionResult ServerProcess::Start() {
-  if (::testing::AssertionResult spawned = Spawn(); !spawned) return spawned;
-  return WaitReady();
+  // FreePort's ports were free when picked, but another test's server, or an outgoing connection's
+  // ephemeral port, may take one before the server binds it. A revkv server's first start that fails
+  // for that gets new ports, up to three tries (later starts keep the ports the test already uses).
+  for (int attempt = 1;; ++attempt) {
+    const size_t log_before = Log().size();
+    if (::testing::AssertionResult spawned = Spawn(); !spawned) return spawned;
+    ::testing::AssertionResult ready = WaitReady();
+    const bool port_taken = options_.flavor == Flavor::kRevkv && starts_ == attempt && pid_ <= 0 &&
+                            Log().find("Address already in use", log_before) != std::string::npos;
+    if (ready || !port_taken || attempt == 3) return ready;
+    port_ = FreePort();
+    metrics_port_ = FreePort();
+  }
 }
 
 ::testing::AssertionResult ServerProcess::Spawn() {

@@ -8,6 +8,7 @@
 //  - SIGHUP neither kills nor disturbs a running server.
 #include <grpcpp/grpcpp.h>
 #include <gtest/gtest.h>
+#include <netinet/in.h>
 #include <signal.h>
 #include <sys/socket.h>
 #include <sys/un.h>
@@ -325,6 +326,27 @@ TEST(Signals, SighupNeitherKillsNorDisturbsTheServer) {
   EXPECT_EQ(after.response.header().revision(), 3);
   EXPECT_TRUE(Contains(server.Log(), "SIGHUP: nothing to reload or reopen")) << server.Log();
   ASSERT_TRUE(server.Stop());  // and a clean shutdown afterwards (exit status 0)
+}
+
+// The test harness itself: a port FreePort picked can be taken before the server binds it (another
+// test's server, an outgoing connection). A first start that fails for that is retried on new ports.
+TEST(ServerProcessHarness, AFirstStartWhosePortWasTakenMeanwhileGetsNewPorts) {
+  ServerProcess server;
+  const int taken = server.metrics_port();
+  const int fd = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
+  ASSERT_GE(fd, 0);
+  const int one = 1;
+  setsockopt(fd, SOL_SOCKET, SO_REUSEADDR, &one, sizeof(one));
+  sockaddr_in address{};
+  address.sin_family = AF_INET;
+  address.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+  address.sin_port = htons(static_cast<uint16_t>(taken));
+  ASSERT_EQ(bind(fd, reinterpret_cast<sockaddr*>(&address), sizeof(address)), 0);
+  ASSERT_EQ(listen(fd, 1), 0);
+  EXPECT_TRUE(server.Start());
+  EXPECT_NE(server.metrics_port(), taken);
+  EXPECT_NE(server.Log().find("Address already in use"), std::string::npos) << server.Log();
+  close(fd);
 }
 
 }  // namespace

@@ -32,9 +32,11 @@ CommandResult Chromium(const std::string& dir, const std::string& url,
                                    "--no-sandbox",  // tests run as root
                                    "--disable-gpu", "--no-first-run", "--user-data-dir=" + dir + "/profile",
                                    "--window-size=1200,1100",
-                                   // virtual time: the page's one-second timer fires about 8 times, the
-                                   // fetches it makes being real
-                                   "--virtual-time-budget=8000"};
+                                   // virtual time: the page's one-second timer fires about 20 times, the
+                                   // fetches it makes being real (each chart's line is then long enough
+                                   // to ink its 100 pixels even where a slow, sanitizer-built server
+                                   // makes some fetches miss their tick)
+                                   "--virtual-time-budget=20000"};
   argv.insert(argv.end(), extra.begin(), extra.end());
   argv.push_back(url);
   return RunCommand(argv, "", {}, std::chrono::seconds(180));
