@@ -11,6 +11,7 @@
 
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
+#include "server/rpc/grpc_handoff.h"
 #include "server/store/errors.h"
 
 namespace revkv::server {
@@ -142,6 +143,7 @@ class DeleteWaiter : public std::enable_shared_from_this<DeleteWaiter> {
     const uint64_t generation = ++generation_;
     std::weak_ptr<DeleteWaiter> weak = weak_from_this();
     RuntimeExecutor* executor = env_.executor;
+    TakeBackFromGrpc(env_.events);  // made before this thread's work reached it (RpcServer::Start)
     absl::StatusOr<std::unique_ptr<EventSubscription>> sub = env_.events->Subscribe(
         r->kvs(0).key(), "", r->header().revision(),
         [weak, executor, generation](const std::vector<mvccpb::Event>& events) {
@@ -479,6 +481,7 @@ class ObserveRun final : public CoordinationOperation, public std::enable_shared
     const uint64_t generation = ++generation_;
     std::weak_ptr<ObserveRun> weak = weak_from_this();
     RuntimeExecutor* executor = env_.executor;
+    TakeBackFromGrpc(env_.events);  // made before this thread's work reached it (RpcServer::Start)
     absl::StatusOr<std::unique_ptr<EventSubscription>> sub = env_.events->Subscribe(
         key, range_end, start,
         [weak, executor, generation, handler](const std::vector<mvccpb::Event>& events) {

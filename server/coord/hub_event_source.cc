@@ -4,6 +4,7 @@
 #include <utility>
 #include <vector>
 
+#include "server/rpc/grpc_handoff.h"
 #include "server/store/errors.h"
 
 namespace revkv::server {
@@ -53,6 +54,7 @@ absl::StatusOr<std::unique_ptr<EventSubscription>> HubEventSource::Subscribe(con
                                                                              int64_t start_revision,
                                                                              OnEvents on_events,
                                                                              OnEnd on_end) {
+  TakeBackFromGrpc(this);  // handed over by RpcServer::Start
   auto subscriber = std::make_shared<Subscriber>();
   subscriber->on_events = std::move(on_events);
   subscriber->on_end = std::move(on_end);

@@ -4,26 +4,39 @@
 #include <grpcpp/health_check_service_interface.h>
 
 #include "server/rpc/credentials.h"
+#include "server/rpc/grpc_handoff.h"
 
 namespace revkv::server {
 
 // Answers every call with UNAVAILABLE at once.
 class RecoveringServer::Refuser final : public grpc::CallbackGenericService {
  public:
-  explicit Refuser(std::function<std::string()> progress) : progress_(std::move(progress)) {}
+  // gRPC calls CreateReactor on its own threads, which may have been started before this object.
+  explicit Refuser(std::function<std::string()> progress) : progress_(std::move(progress)) {
+    HandOverToGrpc(this);
+  }
+
+  // After the server's shutdown (gRPC's order, invisible to ThreadSanitizer) no CreateReactor runs.
+  ~Refuser() override { TakeBackFromGrpc(this); }
 
   grpc::ServerGenericBidiReactor* CreateReactor(grpc::GenericCallbackServerContext* /*context*/) override {
-    return new Refusal(
-        grpc::Status(grpc::StatusCode::UNAVAILABLE, "revkv-server is recovering its data (" + progress_() +
-                                                        "); it serves once recovery ends: retry shortly"));
+    TakeBackFromGrpc(this);
+    grpc::Status refusal(grpc::StatusCode::UNAVAILABLE, "revkv-server is recovering its data (" +
+                                                            progress_() +
+                                                            "); it serves once recovery ends: retry shortly");
+    HandOverToGrpc(this);  // for the next CreateReactor, on any thread, and for the destructor
+    return new Refusal(refusal);
   }
 
  private:
   class Refusal final : public grpc::ServerGenericBidiReactor {
    public:
-    // Finish may be called before gRPC has bound the reactor: it is held until then.
-    explicit Refusal(const grpc::Status& status) { Finish(status); }
-    void OnDone() override { delete this; }
+    // Finish may be called before gRPC has bound the reactor: it is held until then. The reactor is
+    // made on one of gRPC's threads and may be done on another (grpc_handoff.h).
+    explicit Refusal(const grpc::Status& status) {
+      StartGrpcOperation(this, [&] { Finish(status); });
+    }
+    void OnDone() override { DeleteReactorFromGrpc(this); }
   };
 
   const std::function<std::string()> progress_;

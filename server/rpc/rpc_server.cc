@@ -89,6 +89,8 @@ absl::Status RpcServer::Start(GrpcListener* listener) {
       });
   coordination_executor_ = std::make_unique<RuntimeExecutor>("coordination");
   coordination_events_ = std::make_unique<HubEventSource>(&watch_->hub(), coordination_executor_.get());
+  // Its users reach it from gRPC's threads and the executor's, which started before it (grpc_handoff.h).
+  HandOverToGrpc(coordination_events_.get());
   Lessor* lessor = state_->lessor;
   coordinator_ = std::make_unique<Coordinator>(Coordinator::Env{
       &state_->engine->store(), coordination_events_.get(), coordination_executor_.get(),

@@ -28,6 +28,7 @@ class UnimplementedMethods final : public grpc::experimental::ServerInterceptorF
  public:
   // Registers revkv_unimplemented_requests_total in `registry` (which must outlive this).
   explicit UnimplementedMethods(MetricsRegistry* registry);
+  ~UnimplementedMethods() override;
 
   grpc::experimental::Interceptor* CreateServerInterceptor(grpc::experimental::ServerRpcInfo* info) override;
 
