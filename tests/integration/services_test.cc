@@ -202,9 +202,10 @@ TEST_F(Services, UnimplementedMethodsSayWhatRevkvDoesNotImplementAndAreCounted) 
   EXPECT_EQ(statuses[0].error_message(),
             "revkv does not implement /etcdserverpb.Cluster/MemberAdd: revkv is a single-member store, its "
             "membership cannot change (see docs/migration-from-etcd.md)");
-  EXPECT_EQ(statuses[2].error_message(),
-            "revkv does not implement /etcdserverpb.Cluster/MemberPromote: revkv is a single-member store, its "
-            "membership cannot change (see docs/migration-from-etcd.md)");
+  EXPECT_EQ(
+      statuses[2].error_message(),
+      "revkv does not implement /etcdserverpb.Cluster/MemberPromote: revkv is a single-member store, its "
+      "membership cannot change (see docs/migration-from-etcd.md)");
   EXPECT_EQ(statuses[3].error_message(),
             "unknown method /etcdserverpb.KV/NoSuchMethod: revkv serves etcd 3.4's v3 API and revkv.v1 (see "
             "docs/migration-from-etcd.md)");
