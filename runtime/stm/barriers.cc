@@ -52,18 +52,19 @@ uint64_t CommitTimeOf(Object* o) {
 }
 
 // Moves `x`'s skip hint forward to `s`, a newer revision on x's chain reached by the caller's walk, unless
-// it already names one at least as new. acq_rel on success: release publishes s (whose header, body and
-// commit time the caller saw through its acquire loads of the chain) to readers that load the hint with
-// acquire; acquire keeps our later reads after any hint we replace. Relaxed on failure: we only re-check.
+// it already names one at least as new. Release on success publishes s (whose header, body and commit
+// time the caller saw through its acquire loads of the chain) to readers that load the hint with
+// acquire. The loads of the hint, the failure order included, are acquire: we read the commit time of
+// the revision found there, which another writer's release published.
 void AdvanceSkipHint(TxDescriptor* d, Object* x, Object* s) {
 #ifdef REVKV_MUTATION_NO_SKIP_HINTS
   return;  // mutation switch (commit.cc lists them): no hint is ever set
 #endif
   auto& hint = static_cast<VersionedObject*>(x)->h_newest;
   const uint64_t s_time = CommitTimeOf(s);
-  Object* h = hint.load(std::memory_order_relaxed);
+  Object* h = hint.load(std::memory_order_acquire);
   while (h == nullptr || CommitTimeOf(h) < s_time) {
-    if (hint.compare_exchange_weak(h, s, std::memory_order_acq_rel, std::memory_order_relaxed)) {
+    if (hint.compare_exchange_weak(h, s, std::memory_order_acq_rel, std::memory_order_acquire)) {
       d->counters.skip_hints_set.fetch_add(1, std::memory_order_relaxed);
       return;
     }
