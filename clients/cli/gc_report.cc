@@ -69,6 +69,8 @@ std::string StmSection(const revkv::v1::StmFigures& stm) {
   table.AddRow({"live snapshots", absl::StrCat(stm.live_snapshots(), " (oldest ",
                                                FormatNanos(stm.oldest_snapshot_age_nanos()), ")")});
   table.AddRow({"chains compressed", Count(stm.chains_compressed())});
+  table.AddRow({"chain links walked", absl::StrCat(Count(stm.chain_hops()), " (",
+                                                   Count(stm.skip_hints_taken()), " through skip hints)")});
   table.AddRow({"auto localizations", Count(stm.auto_localizations())});
   table.AddRow({"global time", Count(stm.global_time())});
   return table.Render();

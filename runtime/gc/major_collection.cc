@@ -281,12 +281,34 @@ class MajorCollector final : public Relocator {
     if (IsRevisionPointer(v) && v != 0) {
       auto* target = reinterpret_cast<Object*>(v);
       const bool global = (o->flags() & kGlobal) != 0;
-      Object* n = Evacuate(global ? CollapseChain(target) : target);
+      const Object* successor = global ? CollapseChain(target) : target;
+      Object* n = Evacuate(const_cast<Object*>(successor));
       if (n != target) o->h_revision.store(reinterpret_cast<uintptr_t>(n), std::memory_order_relaxed);
-      if (global && LayoutOf(o->type()).versioned) ++nonhead_survivors_;
+      if (global && LayoutOf(o->type()).versioned) {
+        ++nonhead_survivors_;
+        ScanSkipHint(static_cast<VersionedObject*>(o), successor);
+      }
     } else if (IsLockValue(v)) {
       port::Fatal("revkv runtime: major collection found a locked header (%p)", static_cast<void*>(o));
     }
+  }
+
+  // A global revision's skip hint (VersionedObject::h_newest) names a newer revision on its chain. If
+  // that revision is newer than `successor` (the revision o's link now names, collapsed), it is reached
+  // through the link anyway: every revision after the collapse target stays on the chain, since its
+  // commit time is above the horizon. So it is evacuated like any reference, and keeps nothing alive
+  // that the chain does not. A hint at or behind the successor would be the only reference to a
+  // revision the collapse dropped: it is cleared. A head never has a hint.
+  void ScanSkipHint(VersionedObject* o, const Object* successor) {
+    Object* hint = o->h_newest.load(std::memory_order_relaxed);
+    if (hint == nullptr) return;
+    const uint64_t hint_time =
+        static_cast<VersionedObject*>(Current(hint))->h_commit_time.load(std::memory_order_relaxed);
+    const uint64_t successor_time =
+        static_cast<const VersionedObject*>(Current(const_cast<Object*>(successor)))
+            ->h_commit_time.load(std::memory_order_relaxed);
+    Object* n = hint_time > successor_time ? Evacuate(hint) : nullptr;
+    if (n != hint) o->h_newest.store(n, std::memory_order_relaxed);
   }
 
   void Remember(std::atomic<Object*>* slot, Object* target) {

@@ -61,6 +61,27 @@ std::atomic<bool> g_verify_heap{false};
               static_cast<size_t>(value));
 }
 
+// A skip hint names a newer global revision of the same object (an object start), on a revision that
+// has a newer one (a head has none).
+template <class IsStart>
+void CheckSkipHint(VersionedObject* o, const IsStart& is_start) {
+  // Acquire: the verifier runs with the world stopped, but this keeps the check sound anywhere.
+  Object* hint = o->h_newest.load(std::memory_order_acquire);
+  if (hint == nullptr) return;
+  const auto value = reinterpret_cast<uintptr_t>(hint);
+  if (!IsRevisionPointer(o->h_revision.load(std::memory_order_relaxed))) {
+    Fail("a head has a skip hint", o, &o->h_newest, value);
+  }
+  if (!is_start(value)) Fail("a skip hint points at no object start", o, &o->h_newest, value);
+  if (hint->type() != o->type() || !hint->HasFlag(kGlobal)) {
+    Fail("a skip hint names a local object or one of another type", o, &o->h_newest, value);
+  }
+  if (static_cast<VersionedObject*>(hint)->h_commit_time.load(std::memory_order_relaxed) <=
+      o->h_commit_time.load(std::memory_order_relaxed)) {
+    Fail("a skip hint names a revision no newer than its own", o, &o->h_newest, value);
+  }
+}
+
 void CheckHeader(const Object* o) {
   if (o->flags() & (kForwarded | kPinned | kMarked)) {
     Fail("a collector flag survived the collection", o, nullptr, o->flags());
@@ -178,6 +199,8 @@ void VerifyHeapAfterMajorCollection(const std::vector<ThreadContext*>& threads) 
     if (IsRevisionPointer(h) && h != 0 && !is_start(h)) {
       Fail("h_revision points at no object start", o, &o->h_revision, h);
     }
+    if (LayoutOf(o->type()).versioned && o->HasFlag(kGlobal))
+      CheckSkipHint(static_cast<VersionedObject*>(o), is_start);
     const bool in_nursery = ChunkKindOf(o) == ChunkKind::kNursery;
     ForEachReferenceSlot(o, [&](std::atomic<Object*>* slot) {
       Object* v = slot->load(std::memory_order_relaxed);

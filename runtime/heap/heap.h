@@ -123,6 +123,12 @@ class VersionedObject : public Object {
   // Commit time of this revision: written once by the commit that creates it (a new revision of an
   // object, or an object the transaction created), before the revision is published.
   std::atomic<uint64_t> h_commit_time;
+  // Skip hint: 0, or a newer committed revision on this revision's chain that a reader may jump to
+  // instead of following h_revision one link at a time (docs/runtime-stm.md, "Skip hints"). Chains are
+  // kept long on purpose while history is retained (a reference may not be redirected past the
+  // horizon), so without it a read of the newest revision walks every retained revision. Only ever
+  // moved forward, by writers' compare-and-swap and by the major collector; a head has none.
+  std::atomic<Object*> h_newest;
 };
 
 // ---------------------------------------------------------------------------------------------------

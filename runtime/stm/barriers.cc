@@ -14,6 +14,11 @@
 //    field.
 //  - Localize copies the body word by word with relaxed atomic loads: a concurrent container fix-up
 //    may store into a global object's reference field while we copy it (seed 000's benign race).
+//  - Skip hints (VersionedObject::h_newest, an addition to the seed): while history is retained the
+//    horizon keeps references on old revisions, so a walk to the newest revision would follow every
+//    retained revision. LatestGlobalRevision and SnapshotRead jump along a revision's hint when it has
+//    one, and a writer's walk moves the hints of where it started (and of its compression target)
+//    forward to the newest revision it passed that is at most the skip horizon (SetSkipHorizon).
 #include <cstring>
 #include <thread>
 
@@ -44,6 +49,26 @@ inline void BeforeCompressionStore(const Object*, uintptr_t, const Object*) {}
 
 uint64_t CommitTimeOf(Object* o) {
   return static_cast<VersionedObject*>(o)->h_commit_time.load(std::memory_order_relaxed);
+}
+
+// Moves `x`'s skip hint forward to `s`, a newer revision on x's chain reached by the caller's walk, unless
+// it already names one at least as new. Release on success publishes s (whose header, body and commit
+// time the caller saw through its acquire loads of the chain) to readers that load the hint with
+// acquire. The loads of the hint, the failure order included, are acquire: we read the commit time of
+// the revision found there, which another writer's release published.
+void AdvanceSkipHint(TxDescriptor* d, Object* x, Object* s) {
+#ifdef REVKV_MUTATION_NO_SKIP_HINTS
+  return;  // mutation switch (commit.cc lists them): no hint is ever set
+#endif
+  auto& hint = static_cast<VersionedObject*>(x)->h_newest;
+  const uint64_t s_time = CommitTimeOf(s);
+  Object* h = hint.load(std::memory_order_acquire);
+  while (h == nullptr || CommitTimeOf(h) < s_time) {
+    if (hint.compare_exchange_weak(h, s, std::memory_order_acq_rel, std::memory_order_acquire)) {
+      d->counters.skip_hints_set.fetch_add(1, std::memory_order_relaxed);
+      return;
+    }
+  }
 }
 
 // A reader waiting for a header lock: the holder is running and will release it soon (it never blocks
@@ -88,7 +113,10 @@ Object* ReadGlobalToLocal(Object* l, Object* container, std::atomic<Object*>* sl
 // The target is the newest revision on the walked path whose commit time is at most the snapshot
 // horizon (which may be older than r when a snapshot is live).
 constexpr int kLongWalk = 1;
-void PossiblyUpdateChain(TxDescriptor* d, Object* g, Object* r, int hops, std::atomic<Object*>* slot) {
+// `stable` is the newest revision the walk passed (r included) whose commit time is at most the skip
+// horizon, or g.
+void PossiblyUpdateChain(TxDescriptor* d, Object* g, Object* r, int hops, std::atomic<Object*>* slot,
+                         Object* stable) {
   if (r == g) return;
   // A transaction that has not written may commit read-only, and then it must have written no shared
   // memory (DESIGN 2.3): compression is the writers' job (and the major collector's).
@@ -105,6 +133,11 @@ void PossiblyUpdateChain(TxDescriptor* d, Object* g, Object* r, int hops, std::a
     cur = reinterpret_cast<Object*>(v);
     if (CommitTimeOf(cur) > horizon) break;
     target = cur;
+  }
+  // The hints may go further than the horizon: a reader older than a hint's revision ignores it.
+  if (stable != g) {
+    AdvanceSkipHint(d, g, stable);
+    if (target != g && CommitTimeOf(stable) > CommitTimeOf(target)) AdvanceSkipHint(d, target, stable);
   }
   if (target == g) return;  // a live snapshot may still need every revision we would skip
 #ifdef REVKV_MUTATION_BLIND_COMPRESSION
@@ -211,15 +244,27 @@ void DropWrittenCopy(Object* r) {
 }
 
 // seed 000 LatestGlobalRevision.
+// Departure: a revision's skip hint, when it has one, replaces its h_revision link (both lead to the same
+// head, the hint in fewer hops).
 Object* LatestGlobalRevision(TxDescriptor* d, Object* g, Object* /*container*/, std::atomic<Object*>* slot) {
   Object* r = g;
+  Object* stable = g;  // the newest revision passed whose commit time is at most the skip horizon
+  const uint64_t skip_horizon = SkipHorizon();
   int spins = 0;
   int hops = 0;
+  int skips = 0;
   for (;;) {
     const uintptr_t v = r->h_revision.load(std::memory_order_acquire);
     if (IsRevisionPointer(v)) {  // has a more recent revision
-      r = reinterpret_cast<Object*>(v);
+      // Acquire (SkipHintOf): pairs with AdvanceSkipHint's release, so the hinted revision is visible.
+      if (Object* hint = SkipHintOf(r)) {
+        r = hint;
+        ++skips;
+      } else {
+        r = reinterpret_cast<Object*>(v);
+      }
       ++hops;
+      if (CommitTimeOf(r) <= skip_horizon) stable = r;
       continue;
     }
     if (v > d->start_time) {  // too recent, or locked
@@ -232,8 +277,21 @@ Object* LatestGlobalRevision(TxDescriptor* d, Object* g, Object* /*container*/, 
     }
     break;
   }
-  PossiblyUpdateChain(d, g, r, hops, slot);
+  if (hops != 0) CountChainWalk(d, hops, skips);
+  if (!d->will_write && hops > 1 && stable != g && d->pending_hint_count < TxDescriptor::kPendingHints) {
+    d->pending_hints[d->pending_hint_count++] = {g, stable};  // moved if this attempt comes to write
+  }
+  PossiblyUpdateChain(d, g, r, hops, slot, stable);
   return r;
+}
+
+void MarkWillWrite(TxDescriptor* d) {
+  if (d->will_write) return;
+  d->will_write = true;
+  for (int i = 0; i < d->pending_hint_count; ++i) {
+    AdvanceSkipHint(d, d->pending_hints[i].first, d->pending_hints[i].second);
+  }
+  d->pending_hint_count = 0;
 }
 
 // seed 000 Localize: a local copy of global `r` (the same copy if one exists).
@@ -252,6 +310,9 @@ Object* Localize(TxDescriptor* d, Object* r) {
   }
   l->SetFlagsExclusive(0);
   l->h_revision.store(reinterpret_cast<uintptr_t>(r), std::memory_order_relaxed);  // back-reference
+  // The copy becomes a head if it commits, and a head has no hint (r's hint names a revision of r's).
+  if (LayoutOf(l->type()).versioned)
+    static_cast<VersionedObject*>(l)->h_newest.store(nullptr, std::memory_order_relaxed);
   d->global_to_local.emplace(r, l);
   return l;
 }
@@ -292,7 +353,7 @@ Object* Tx::WriteBarrier(Object* p) {
 #endif
   if (p->HasFlag(kWritten)) return p;  // fast path
   TxDescriptor* d = d_;
-  d->will_write = true;
+  MarkWillWrite(d);
   Object* w;
   Object* r = nullptr;
   if (!p->HasFlag(kGlobal)) {
@@ -321,7 +382,7 @@ Object* Tx::WriteBarrierFromReadReady(Object* ready) {
 #endif
   if (ready->HasFlag(kWritten)) return ready;
   TxDescriptor* d = d_;
-  d->will_write = true;
+  MarkWillWrite(d);
   Object* w;
   Object* r = nullptr;
   if (!ready->HasFlag(kGlobal)) {
@@ -352,11 +413,11 @@ Ref<Bytes> Tx::NewBytes(std::string_view data) {
 }
 
 void Tx::PublishAtCommitRaw(GlobalRoot& root, Object* object) {
-  d_->will_write = true;
+  MarkWillWrite(d_);
   d_->publish_at_commit.emplace_back(&root, object);
 }
 void Tx::SetCommitAction(std::function<void(uint64_t)> action) {
-  d_->will_write = true;
+  MarkWillWrite(d_);
   d_->commit_action = std::move(action);
 }
 void Tx::BecomeInevitable() { stm::BecomeInevitable(d_); }

@@ -44,6 +44,8 @@ std::atomic<uint64_t> g_inevitable_start{
 std::atomic<uint64_t> g_retained{0};  // 0: no history is kept
 std::atomic<uint64_t> g_revisions_superseded{0};
 std::atomic<uint64_t> g_horizon_used{0};  // the highest horizon ever handed out for collapsing
+// How far writers may point skip hints (SetSkipHorizon); UINT64_MAX: no limit.
+std::atomic<uint64_t> g_skip_horizon{UINT64_MAX};
 
 std::mutex g_descriptors_mu;  // guards creation and ForEachDescriptor
 std::atomic<TxDescriptor*> g_descriptors[kMaxThreadIndex];
@@ -85,6 +87,13 @@ void SetRetainedTime(uint64_t time) {
 }
 
 uint64_t HorizonUsed() { return g_horizon_used.load(std::memory_order_seq_cst); }
+
+// Relaxed, both ways: the value only decides how far a hint points, never whether a read is correct (a
+// reader checks the commit time of any hint it takes), so no other memory is ordered by it.
+void SetSkipHorizon(uint64_t time) {
+  g_skip_horizon.store(time == 0 ? UINT64_MAX : time, std::memory_order_relaxed);
+}
+uint64_t SkipHorizon() { return g_skip_horizon.load(std::memory_order_relaxed); }
 
 uint64_t RetainedTime() { return g_retained.load(std::memory_order_seq_cst); }
 
@@ -136,6 +145,7 @@ void TxDescriptor::ClearTransactionState() {
   commit_action = nullptr;
   doomed = false;
   will_write = false;
+  pending_hint_count = 0;
   is_inevitable = false;
   inevitable_by_escalation = false;
 }

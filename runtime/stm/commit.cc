@@ -16,7 +16,8 @@
 // Mutation switches (off in every real build; tests/runtime must fail with each, docs/runtime-stm.md
 // section 14): REVKV_MUTATION_NO_READ_VALIDATION, REVKV_MUTATION_NO_WRITE_SET_VALIDATION,
 // REVKV_MUTATION_NO_LOCK_ORDER (here and in gc_client.cc); REVKV_MUTATION_NO_DOOM is in gc_client.cc,
-// REVKV_MUTATION_BLIND_COMPRESSION in barriers.cc, REVKV_MUTATION_NO_SNAPSHOT_HORIZON in clock.cc.
+// REVKV_MUTATION_BLIND_COMPRESSION in barriers.cc, REVKV_MUTATION_NO_SNAPSHOT_HORIZON in clock.cc,
+// REVKV_MUTATION_NO_SKIP_HINTS in barriers.cc and descriptor.h.
 #include <algorithm>
 #include <cstdio>
 #include <cstdlib>

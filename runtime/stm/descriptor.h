@@ -66,6 +66,9 @@ struct alignas(64) TxCounters {
   std::atomic<uint64_t> inevitable{0};
   std::atomic<uint64_t> inevitable_wait_nanos{0};
   std::atomic<uint64_t> chains_compressed{0};
+  std::atomic<uint64_t> chain_hops{0};
+  std::atomic<uint64_t> skip_hints_taken{0};
+  std::atomic<uint64_t> skip_hints_set{0};
   std::atomic<uint64_t> auto_localizations{0};
   Histogram read_set_sizes;
   Histogram write_set_sizes;
@@ -100,6 +103,12 @@ struct TxDescriptor {
   // it will commit as a writer, so it may also compress chains (PossiblyUpdateChain). Until then it may
   // turn out read-only, and a read-only transaction writes no shared memory (DESIGN 2.3).
   bool will_write = false;
+  // Skip hints that walks made before the attempt wrote would have moved (holder, hinted revision):
+  // moved at its first write (MarkWillWrite), since until then it may turn out read-only; forgotten by a
+  // major collection, which moves revisions (a hint is only a shortcut).
+  static constexpr int kPendingHints = 8;
+  std::pair<Object*, Object*> pending_hints[kPendingHints];
+  uint8_t pending_hint_count = 0;
   uint64_t last_commit_time = 0;  // ThisThreadLastCommitTime
   std::function<void(uint64_t)> commit_action;
   std::vector<std::pair<GlobalRoot*, Object*>> publish_at_commit;
@@ -134,6 +143,8 @@ std::mutex& InevitableMutex();
 uint64_t SnapshotHorizon();
 // The highest horizon SnapshotHorizon ever published: states older than it may be gone. seq_cst.
 uint64_t HorizonUsed();
+// SetSkipHorizon's time (UINT64_MAX when unlimited). Relaxed.
+uint64_t SkipHorizon();
 std::atomic<uint64_t>& RevisionsSuperseded();
 
 // ----- commit.cc -----
@@ -151,6 +162,25 @@ void BecomeInevitable(TxDescriptor* d);
 void AddWrittenCopy(Object* r);
 void DropWrittenCopy(Object* r);
 Object* LatestGlobalRevision(TxDescriptor* d, Object* g, Object* container, std::atomic<Object*>* slot);
+// The skip hint of `r`, a global revision that has a newer one, or nullptr. Acquire: pairs with the
+// release of the compare-and-swap that set it, so the hinted revision's header, body and commit time
+// are visible.
+inline Object* SkipHintOf(Object* r) {
+#ifdef REVKV_MUTATION_NO_SKIP_HINTS
+  return nullptr;  // mutation switch (commit.cc lists them): reads never jump
+#endif
+  return static_cast<VersionedObject*>(r)->h_newest.load(std::memory_order_acquire);
+}
+// Counts a read's walk along a chain: `hops` revisions passed, `skips` of them through a hint. Owner
+// thread only (relaxed: statistics).
+inline void CountChainWalk(TxDescriptor* d, int hops, int skips) {
+  d->counters.chain_hops.fetch_add(static_cast<uint64_t>(hops), std::memory_order_relaxed);
+  if (skips != 0)
+    d->counters.skip_hints_taken.fetch_add(static_cast<uint64_t>(skips), std::memory_order_relaxed);
+}
 Object* Localize(TxDescriptor* d, Object* r);
+// The attempt will commit as a writer (a write barrier, an object to publish, a commit action): from
+// now on it may compress chains and move skip hints, and it moves the ones its earlier walks deferred.
+void MarkWillWrite(TxDescriptor* d);
 
 }  // namespace revkv::runtime::stm

@@ -20,7 +20,8 @@ class StmCollectorClient final : public CollectorClient {
 
   void RelocateThreadState(void* state, Relocator& relocator, CollectionKind kind) override {
     auto* d = static_cast<TxDescriptor*>(state);
-    if (d->mode != TxMode::kReadWrite) return;  // a snapshot holds nothing but its stack
+    if (kind == CollectionKind::kMajor) d->pending_hint_count = 0;  // shortcuts only: not worth moving
+    if (d->mode != TxMode::kReadWrite) return;                      // a snapshot holds nothing but its stack
 
     if (!d->global_to_local.empty()) {
       absl::flat_hash_map<Object*, Object*> moved;

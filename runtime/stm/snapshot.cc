@@ -53,16 +53,30 @@ Object* SnapshotTx::SnapshotRead(Object* p) {
   if (p == nullptr) return p;
   Object* r = p;
   int spins = 0;
+  int hops = 0;
+  int skips = 0;
   for (;;) {
     const uintptr_t v = r->h_revision.load(std::memory_order_acquire);
     if (IsRevisionPointer(v)) {
+      // A skip hint at or before our time: the revision we want is that one or a newer one, so jump.
+      // SkipHintOf's acquire load pairs with the release that set the hint: its commit time is visible.
+      if (Object* hint = SkipHintOf(r);
+          hint != nullptr &&
+          static_cast<VersionedObject*>(hint)->h_commit_time.load(std::memory_order_relaxed) <= time_) {
+        r = hint;
+        ++hops;
+        ++skips;
+        continue;
+      }
       auto* next = reinterpret_cast<Object*>(v);
       // The acquire load above pairs with UpdateChainHeads' release store: next's commit time, header
       // and body are visible.
       if (static_cast<VersionedObject*>(next)->h_commit_time.load(std::memory_order_relaxed) <= time_) {
         r = next;
+        ++hops;
         continue;
       }
+      if (hops != 0) CountChainWalk(Descriptor(), hops, skips);
       return r;
     }
     if (IsLockValue(v) && MustWaitForLock(r, v, time_)) {
@@ -74,6 +88,7 @@ Object* SnapshotTx::SnapshotRead(Object* p) {
       }
       continue;
     }
+    if (hops != 0) CountChainWalk(Descriptor(), hops, skips);
     return r;  // a head (time <= ours, since we reached it), or a lock for a commit after our time
   }
 }

@@ -34,6 +34,9 @@ StmStatistics GetStmStatistics() {
     s.inevitable += c.inevitable.load(std::memory_order_relaxed);
     s.inevitable_wait_nanos += c.inevitable_wait_nanos.load(std::memory_order_relaxed);
     s.chains_compressed += c.chains_compressed.load(std::memory_order_relaxed);
+    s.chain_hops += c.chain_hops.load(std::memory_order_relaxed);
+    s.skip_hints_taken += c.skip_hints_taken.load(std::memory_order_relaxed);
+    s.skip_hints_set += c.skip_hints_set.load(std::memory_order_relaxed);
     s.auto_localizations += c.auto_localizations.load(std::memory_order_relaxed);
     s.read_set_sizes.Merge(c.read_set_sizes.Snapshot());
     s.write_set_sizes.Merge(c.write_set_sizes.Snapshot());

@@ -377,6 +377,12 @@ uint64_t LastCommittedTime();
 void SetRetainedTime(uint64_t time);
 uint64_t RetainedTime();
 
+// Skip hints (docs/runtime-stm.md) point no further than the newest revision committed at or before
+// `time`, so that readers at `time` or later can take them: the store passes its durable revision's
+// time, at which its reads of the newest state are made. 0: no limit (the default). A hint is only a
+// shortcut; readers check its time, so any value is correct. Thread-safe.
+void SetSkipHorizon(uint64_t time);
+
 // The serialization time of the calling thread's last committed read-write transaction: its commit
 // time if it wrote, else its start time (its reads are the state as of then). Owner thread only.
 uint64_t ThisThreadLastCommitTime();
@@ -401,6 +407,9 @@ struct StmStatistics {
   uint64_t inevitable = 0;  // transactions that became inevitable
   uint64_t inevitable_wait_nanos = 0;
   uint64_t chains_compressed = 0;  // PossiblyUpdateChain: header links and container fields redirected
+  uint64_t chain_hops = 0;         // revisions passed by reads walking to a newer revision
+  uint64_t skip_hints_taken = 0;   // ... of them reached through a skip hint
+  uint64_t skip_hints_set = 0;     // skip hints moved forward by writers
   uint64_t auto_localizations = 0;
   uint64_t revisions_superseded = 0;
   HistogramSnapshot read_set_sizes;  // values are counts of entries

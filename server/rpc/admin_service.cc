@@ -100,6 +100,9 @@ void FillStats(ServerState* state, uint32_t recent_events, ::revkv::v1::GetStats
   s->set_live_snapshots(stm.live_snapshots);
   s->set_oldest_snapshot_age_nanos(stm.oldest_snapshot_age_nanos);
   s->set_chains_compressed(stm.chains_compressed);
+  s->set_chain_hops(stm.chain_hops);
+  s->set_skip_hints_taken(stm.skip_hints_taken);
+  s->set_skip_hints_set(stm.skip_hints_set);
   s->set_auto_localizations(stm.auto_localizations);
   s->set_global_time(stm.global_time);
 

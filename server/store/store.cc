@@ -195,7 +195,10 @@ Ref<store::StoreRoot> Store::RootRef() const {
   return Ref<store::StoreRoot>::FromRaw(static_cast<store::StoreRoot*>(root_.Load()));
 }
 
-Store::~Store() { g_store_exists.store(false); }
+Store::~Store() {
+  runtime::stm::SetSkipHorizon(0);  // the next store in this process starts with no limit
+  g_store_exists.store(false);
+}
 
 absl::StatusOr<std::unique_ptr<Store>> Store::Create(const StoreOptions& options, Wal* wal) {
   if (g_store_exists.exchange(true)) {
@@ -297,6 +300,9 @@ void Store::UpdateRetention() {
   // Nothing before a loaded checkpoint's revision exists as a revision (those are loading states).
   keep_from = std::max(keep_from, LoadFloor());
   runtime::stm::SetRetainedTime(TimeOf(std::max<int64_t>(1, keep_from)));
+  // Reads of the newest state are made at the durable revision (ReadCap): skip hints that point no
+  // further serve every one of them (a hint past a reader's time would send it down the chain).
+  if (const int64_t cap = ReadCap(); cap > 0) runtime::stm::SetSkipHorizon(TimeOf(cap));
   if (event_log_ != nullptr) event_log_->Trim(keep_from);
 }
 
