@@ -16,6 +16,7 @@ namespace {
 const std::vector<std::string>& Methods() {
   static const std::vector<std::string> methods = {
       "Range", "Put", "DeleteRange", "Txn", "Compact", "Status", "Alarm", "MemberList", "Pipeline",
+      "PipelineBatch",
       // etcdserverpb.Lease's unary methods
       "LeaseGrant", "LeaseRevoke", "LeaseTimeToLive", "LeaseLeases",
       // v3lockpb.Lock and v3electionpb.Election (Observe is a stream)
