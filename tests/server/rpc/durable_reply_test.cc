@@ -10,9 +10,13 @@
 //   wait for the log), and the batch wakes the log's flusher once, after its 64 records are appended
 //   (fails if each write wakes it), so they share one fsync (two if the flusher, still busy after the
 //   warm-up, catches the first records on its own).
+// - When the log fails (an fdatasync error) before a batch's records are durable, the results that
+//   depend on them are answered with the log's failure and the ones that read durable state stand.
+//   (Fails if the batch's results are sent as they were executed.)
 #include <grpcpp/grpcpp.h>
 #include <gtest/gtest.h>
 
+#include <cerrno>
 #include <chrono>
 #include <memory>
 #include <set>
@@ -199,6 +203,77 @@ TEST(DurableReplies, NoBatchIsAnsweredBeforeItsRecordsAreSyncedAndItsWritesShare
                 static_cast<unsigned long long>(wakeups));
     CHILD_CHECK(fsyncs >= 1 && fsyncs <= 2, "a batch of %d Puts took %lld fsyncs", kPuts,
                 static_cast<long long>(fsyncs));
+    rpc.Shutdown(std::chrono::seconds(5));
+    return 0;
+  });
+}
+
+TEST(DurableReplies, ABatchWhoseRecordsAreNeverDurableIsAnsweredWithTheLogFailureSaveWhatReadDurableState) {
+  const std::string dir = TempDir("durable-batch-failure");
+  ASSERT_CHILD_PASSES([&] {
+    FaultInjectingFileSystem disk(DefaultFileSystem());
+    EngineOptions o = Options(dir);
+    o.file_system = &disk;
+    RecoveryReport report;
+    CHILD_READ(engine, Engine::Open(o, &report));
+    Lessor lessor(&engine->store());
+    ServerConfig config;
+    config.listen = "127.0.0.1:0";
+    config.metrics_listen = "";
+    config.workers = 1;
+    MetricsRegistry metrics;
+    ServerState state;
+    state.engine = engine.get();
+    state.lessor = &lessor;
+    state.config = &config;
+    state.metrics = &metrics;
+    RegisterServerMetrics(&state, &metrics);
+    absl::StatusOr<std::unique_ptr<GrpcListener>> listener = GrpcListener::Bind(config.listen);
+    CHILD_CHECK(listener.ok(), "the gRPC port could not be bound");
+    RpcServer rpc(&state);
+    CHILD_CHECK(rpc.Start(listener->get()).ok(), "the server did not start");
+
+    revkv::v1::TxnBatchResponse answer;
+    grpc::Status status;
+    {
+      runtime::SafeRegion client;  // this thread only runs the client from here on
+      auto channel =
+          grpc::CreateChannel("127.0.0.1:" + std::to_string(rpc.port()), grpc::InsecureChannelCredentials());
+      auto pipeline = revkv::v1::KV::NewStub(channel);
+      grpc::ClientContext context;
+      context.set_deadline(std::chrono::system_clock::now() + std::chrono::seconds(30));
+      auto stream = pipeline->PipelineBatch(&context);
+      revkv::v1::TxnBatch first;  // durable before the disk fails
+      etcdserverpb::PutRequest* put = first.add_requests()->add_success()->mutable_request_put();
+      put->set_key("durable");
+      put->set_value("v");
+      CHILD_CHECK(stream->Write(first) && stream->Read(&answer), "the first batch failed");
+      CHILD_CHECK(answer.results_size() == 1 && answer.results(0).has_response(), "the first Put failed");
+      disk.FailNthSync(1, EIO);
+      revkv::v1::TxnBatch batch;  // a read of durable state, then two Puts the failed fsync never covers
+      batch.add_requests()->add_success()->mutable_request_range()->set_key("durable");
+      for (const char* key : {"a", "b"}) {
+        put = batch.add_requests()->add_success()->mutable_request_put();
+        put->set_key(key);
+        put->set_value("lost");
+      }
+      CHILD_CHECK(stream->Write(batch), "the batch could not be sent");
+      CHILD_CHECK(stream->Read(&answer), "the batch was not answered");
+      stream->WritesDone();
+      status = stream->Finish();
+    }
+    CHILD_CHECK(status.ok(), "the stream failed: %s", status.error_message().c_str());
+    CHILD_CHECK(answer.results_size() == 3, "%d results", answer.results_size());
+    const revkv::v1::TxnResult& read = answer.results(0);
+    CHILD_CHECK(read.has_response() && read.response().responses(0).response_range().kvs_size() == 1,
+                "the read of durable state did not stand: %s", read.ShortDebugString().c_str());
+    for (int i = 1; i <= 2; ++i) {
+      const revkv::v1::TxnResult& r = answer.results(i);
+      CHILD_CHECK(r.has_error(), "Put %d was answered as a success although its record never became durable",
+                  i);
+      CHILD_CHECK(r.error().code() == grpc::StatusCode::UNAVAILABLE && !r.error().message().empty(),
+                  "Put %d: code %d \"%s\"", i, r.error().code(), r.error().message().c_str());
+    }
     rpc.Shutdown(std::chrono::seconds(5));
     return 0;
   });
