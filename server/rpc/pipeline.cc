@@ -25,7 +25,8 @@ namespace revkv::server {
 
 namespace {
 
-constexpr size_t kMaxPending = 4096;  // responses queued before the stream stops reading
+// Answers (one per Txn: a batch counts its requests) queued before the stream stops reading.
+constexpr int64_t kMaxPending = 4096;
 
 // What executing one message produced: its answer (or the status that ends the stream) and the record to
 // wait for before answering.
@@ -34,6 +35,7 @@ struct Executed {
   Response response;
   grpc::Status status;  // not OK: the stream ends with it (after the earlier answers)
   uint64_t wait_lsn = 0;
+  int64_t answers = 1;  // toward kMaxPending: the batch's requests (at least 1, for an empty batch)
   // The batch's requests whose answers wait for the log, by index, with the record each waits for: if
   // the log fails, those whose record never became durable are answered with the failure.
   std::vector<std::pair<int, uint64_t>> waiting;
@@ -94,6 +96,7 @@ struct TxnBatch {
   static Executed<Response> Execute(ServerState* state, const grpc::ServerContext& context,
                                     const Request& request) {
     Executed<Response> out;
+    out.answers = std::max(1, request.requests_size());
     if (request.requests_size() > kMaxBatchRequests) {
       out.status = grpc::Status(grpc::StatusCode::INVALID_ARGUMENT,
                                 absl::StrCat("revkv: a batch holds at most ", kMaxBatchRequests,
@@ -213,6 +216,7 @@ class StreamCall final {
     const uint64_t wait_lsn = executed.status.ok() ? executed.wait_lsn : 0;
     lock.lock();
     static_cast<Slot&>(*slot) = std::move(executed);
+    pending_answers_ += slot->answers;
     if (!slot->status.ok()) {
       slot->ready = true;
       failed_ = true;
@@ -233,7 +237,7 @@ class StreamCall final {
       lock.lock();
     }
     SendLocked();
-    if (!failed_ && !client_done_ && pending_.size() < kMaxPending) StartReadLocked();
+    if (!failed_ && !client_done_ && pending_answers_ < kMaxPending) StartReadLocked();
     Release(lock);
   }
 
@@ -257,10 +261,11 @@ class StreamCall final {
       failed_ = true;
       FinishLocked(grpc::Status::CANCELLED);
     } else {
+      pending_answers_ -= pending_.front().answers;
       pending_.pop_front();
       state_->requests_in_flight.fetch_sub(1, std::memory_order_release);
       SendLocked();
-      if (!reading_ && !client_done_ && !failed_ && pending_.size() < kMaxPending) StartReadLocked();
+      if (!reading_ && !client_done_ && !failed_ && pending_answers_ < kMaxPending) StartReadLocked();
       MaybeFinishLocked();
     }
     Release(lock);
@@ -297,6 +302,7 @@ class StreamCall final {
   std::mutex mu_;
   int refs_ = 1;                   // guarded by mu_; the open holds the first reference
   std::deque<ReadySlot> pending_;  // guarded by mu_
+  int64_t pending_answers_ = 0;    // guarded by mu_: the answers of pending_'s executed slots
   bool reading_ = false;           // guarded by mu_
   bool writing_ = false;           // guarded by mu_
   bool client_done_ = false;       // guarded by mu_
