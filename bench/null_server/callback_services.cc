@@ -26,13 +26,53 @@ class StatusOnlyWriter final : public grpc::ServerWriteReactor<Response> {
   void OnDone() override { delete this; }
 };
 
-// One Pipeline stream. Invariants: at most one read and one write outstanding (gRPC's rule); answers_
-// holds the answers not yet fully written, in request order, the front one being written while
-// `writing_`; once Finish is called nothing else is started. OnReadDone and OnWriteDone may run at the
-// same time on two threads: mu_ guards the state they share.
-class PipelineReactor final : public grpc::ServerBidiReactor<TxnRequest, TxnResponse> {
+// revkv.v1.KV/Pipeline's messages: one Txn each, executed as the backend's Txn; a failing one ends the
+// stream.
+struct SingleTxn {
+  using Request = TxnRequest;
+  using Response = TxnResponse;
+  static constexpr NullMethod kCounter = NullMethod::kPipeline;
+  static grpc::Status Execute(KvBackend* backend, const Request& request, Response* answer) {
+    return backend->Txn(request, answer);
+  }
+};
+
+// revkv.v1.KV/PipelineBatch's messages: each request executed as the backend's Txn and answered in the
+// batch's response, a failing one with its status (the others are not affected), as revkv does. The
+// batch size limit is revkv's (server/rpc/pipeline.h).
+struct TxnBatch {
+  using Request = revkv::v1::TxnBatch;
+  using Response = revkv::v1::TxnBatchResponse;
+  static constexpr NullMethod kCounter = NullMethod::kPipelineBatch;
+  static constexpr int kMaxRequests = 1024;
+  static grpc::Status Execute(KvBackend* backend, const Request& request, Response* answer) {
+    if (request.requests_size() > kMaxRequests) {
+      return grpc::Status(grpc::StatusCode::INVALID_ARGUMENT, "revkv-null-server: batch too large");
+    }
+    answer->mutable_results()->Reserve(request.requests_size());
+    for (const TxnRequest& r : request.requests()) {
+      revkv::v1::TxnResult* result = answer->add_results();
+      const grpc::Status status = backend->Txn(r, result->mutable_response());
+      if (!status.ok()) {
+        result->mutable_error()->set_code(static_cast<int32_t>(status.error_code()));
+        result->mutable_error()->set_message(status.error_message());
+      }
+    }
+    return grpc::Status::OK;
+  }
+};
+
+// One Pipeline or PipelineBatch stream. Invariants: at most one read and one write outstanding (gRPC's
+// rule); answers_ holds the answers not yet fully written, in request order, the front one being
+// written while `writing_`; once Finish is called nothing else is started. OnReadDone and OnWriteDone
+// may run at the same time on two threads: mu_ guards the state they share.
+template <class Kind>
+class PipelineReactor final
+    : public grpc::ServerBidiReactor<typename Kind::Request, typename Kind::Response> {
  public:
-  explicit PipelineReactor(CallbackEnv env) : env_(env) { StartRead(&request_); }
+  using Request = typename Kind::Request;
+  using Response = typename Kind::Response;
+  explicit PipelineReactor(CallbackEnv env) : env_(env) { this->StartRead(&request_); }
 
   void OnReadDone(bool ok) override {
     if (!ok) {  // the client is done sending (or gone)
@@ -41,10 +81,10 @@ class PipelineReactor final : public grpc::ServerBidiReactor<TxnRequest, TxnResp
       MaybeFinishLocked();
       return;
     }
-    env_.counters->Increment(NullMethod::kPipeline);
+    env_.counters->Increment(Kind::kCounter);
     // The read buffer is free once the request is executed, before the next read is started.
-    TxnResponse answer;
-    const grpc::Status status = env_.backend->Txn(request_, &answer);
+    Response answer;
+    const grpc::Status status = Kind::Execute(env_.backend, request_, &answer);
     std::lock_guard<std::mutex> lock(mu_);
     if (!status.ok()) {
       // Answers before it go out first; the stream then ends with its status, and nothing is read.
@@ -56,7 +96,7 @@ class PipelineReactor final : public grpc::ServerBidiReactor<TxnRequest, TxnResp
     answers_.push_back(std::move(answer));
     WriteNextLocked();
     if (answers_.size() < kMaxQueued) {
-      StartRead(&request_);
+      this->StartRead(&request_);
     } else {
       read_paused_ = true;
     }
@@ -73,7 +113,7 @@ class PipelineReactor final : public grpc::ServerBidiReactor<TxnRequest, TxnResp
     WriteNextLocked();
     if (read_paused_ && !reads_done_) {
       read_paused_ = false;
-      StartRead(&request_);
+      this->StartRead(&request_);
     }
     MaybeFinishLocked();
   }
@@ -88,7 +128,7 @@ class PipelineReactor final : public grpc::ServerBidiReactor<TxnRequest, TxnResp
     writing_ = true;
     grpc::WriteOptions options;
     if (answers_.size() > 1) options.set_buffer_hint();  // more follow at once: send them together
-    StartWrite(&answers_.front(), options);
+    this->StartWrite(&answers_.front(), options);
   }
   void MaybeFinishLocked() {
     if (reads_done_ && answers_.empty() && !writing_) FinishLocked(failure_);
@@ -96,18 +136,18 @@ class PipelineReactor final : public grpc::ServerBidiReactor<TxnRequest, TxnResp
   void FinishLocked(const grpc::Status& status) {
     if (finished_) return;
     finished_ = true;
-    Finish(status);
+    this->Finish(status);
   }
 
   const CallbackEnv env_;
-  TxnRequest request_;  // the read buffer
+  Request request_;  // the read buffer
   std::mutex mu_;
-  std::deque<TxnResponse> answers_;  // guarded by mu_; a deque: the front stays put while others are added
-  grpc::Status failure_;             // guarded by mu_
-  bool writing_ = false;             // guarded by mu_
-  bool reads_done_ = false;          // guarded by mu_
-  bool read_paused_ = false;         // guarded by mu_
-  bool finished_ = false;            // guarded by mu_
+  std::deque<Response> answers_;  // guarded by mu_; a deque: the front stays put while others are added
+  grpc::Status failure_;          // guarded by mu_
+  bool writing_ = false;          // guarded by mu_
+  bool reads_done_ = false;       // guarded by mu_
+  bool read_paused_ = false;      // guarded by mu_
+  bool finished_ = false;         // guarded by mu_
 };
 
 }  // namespace
@@ -240,7 +280,12 @@ grpc::ServerUnaryReactor* CallbackCluster::MemberPromote(grpc::CallbackServerCon
 
 grpc::ServerBidiReactor<TxnRequest, TxnResponse>* CallbackPipeline::Pipeline(
     grpc::CallbackServerContext* /*context*/) {
-  return new PipelineReactor(env_);
+  return new PipelineReactor<SingleTxn>(env_);
+}
+
+grpc::ServerBidiReactor<revkv::v1::TxnBatch, revkv::v1::TxnBatchResponse>* CallbackPipeline::PipelineBatch(
+    grpc::CallbackServerContext* /*context*/) {
+  return new PipelineReactor<TxnBatch>(env_);
 }
 
 }  // namespace revkv::bench

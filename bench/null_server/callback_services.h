@@ -97,13 +97,15 @@ class CallbackCluster final : public etcdserverpb::Cluster::CallbackService {
   CallbackEnv env_;
 };
 
-// revkv.v1.KV/Pipeline: each message is executed as the backend's Txn when it is read and answered in
-// order; reads go on while answers are being written (up to a bound), and answers queued behind the one
-// being written go out together.
+// revkv.v1.KV/Pipeline and PipelineBatch: each message is executed (as the backend's Txn, or each of
+// its requests so) when it is read and answered in order; reads go on while answers are being written
+// (up to a bound), and answers queued behind the one being written go out together.
 class CallbackPipeline final : public revkv::v1::KV::CallbackService {
  public:
   explicit CallbackPipeline(CallbackEnv env) : env_(env) {}
   grpc::ServerBidiReactor<etcdserverpb::TxnRequest, etcdserverpb::TxnResponse>* Pipeline(
+      grpc::CallbackServerContext* context) override;
+  grpc::ServerBidiReactor<revkv::v1::TxnBatch, revkv::v1::TxnBatchResponse>* PipelineBatch(
       grpc::CallbackServerContext* context) override;
 
  private:

@@ -1,5 +1,8 @@
-// The null server's Snapshot and Pipeline handlers, and its fixed responses.
+// The null server's Snapshot, Pipeline and PipelineBatch handlers, and its fixed responses.
 #include "bench/null_server/handlers.h"
+
+#include <deque>
+#include <type_traits>
 
 namespace revkv::bench {
 namespace {
@@ -38,19 +41,49 @@ class SnapshotHandler final : public Handler {
   MemberCompletion<SnapshotHandler> finished_{this, &SnapshotHandler::OnFinished};
 };
 
-// One revkv.v1.KV/Pipeline stream, from the request for it to its end.
+// revkv.v1.KV/Pipeline: every message is answered with the same fixed response.
+struct FixedTxnAnswers {
+  using Request = etcdserverpb::TxnRequest;
+  using Response = etcdserverpb::TxnResponse;
+  static constexpr NullMethod kCounter = NullMethod::kPipeline;
+  static void RequestCall(revkv::v1::KV::AsyncService* service, grpc::ServerContext* context,
+                          grpc::ServerAsyncReaderWriter<Response, Request>* stream,
+                          grpc::ServerCompletionQueue* cq, void* tag) {
+    service->RequestPipeline(context, stream, cq, cq, tag);
+  }
+};
+
+// revkv.v1.KV/PipelineBatch: every message is answered with one fixed response per request.
+struct BatchAnswers {
+  using Request = revkv::v1::TxnBatch;
+  using Response = revkv::v1::TxnBatchResponse;
+  static constexpr NullMethod kCounter = NullMethod::kPipelineBatch;
+  static void RequestCall(revkv::v1::KV::AsyncService* service, grpc::ServerContext* context,
+                          grpc::ServerAsyncReaderWriter<Response, Request>* stream,
+                          grpc::ServerCompletionQueue* cq, void* tag) {
+    service->RequestPipelineBatch(context, stream, cq, cq, tag);
+  }
+};
+
+// One revkv.v1.KV/Pipeline or PipelineBatch stream, from the request for it to its end.
 //
 // Invariants: at most one read and one write are posted at a time (gRPC's rule for a bidi stream);
-// `owed_` counts messages read but not yet answered; once Finish is posted nothing else is. The object
+// `owed_` counts messages read but not yet answered (for a batch stream, `batches_` holds their answers,
+// the front one being written while `writing_`); once Finish is posted nothing else is. The object
 // deletes itself when no operation is in flight and none will be posted, which is the only way it ends.
+template <class Kind>
 class PipelineStream {
  public:
+  using Request = typename Kind::Request;
+  using Response = typename Kind::Response;
+  static constexpr bool kBatch = std::is_same_v<Kind, BatchAnswers>;
+
   PipelineStream(WorkerContext* worker, revkv::v1::KV::AsyncService* service,
                  const etcdserverpb::TxnResponse* response)
       : worker_(worker), service_(service), response_(response), stream_(&context_) {}
 
   void Arm() {
-    service_->RequestPipeline(&context_, &stream_, worker_->cq, worker_->cq, arrived_.tag());
+    Kind::RequestCall(service_, &context_, &stream_, worker_->cq, arrived_.tag());
     ++in_flight_;
   }
 
@@ -68,7 +101,13 @@ class PipelineStream {
     --in_flight_;
     reading_ = false;
     if (ok) {
-      worker_->counters->Increment(NullMethod::kPipeline);
+      worker_->counters->Increment(Kind::kCounter);
+      if constexpr (kBatch) {
+        Response& answer = batches_.emplace_back();
+        answer.mutable_results()->Reserve(request_.requests_size());
+        for (int i = 0; i < request_.requests_size(); ++i)
+          *answer.add_results()->mutable_response() = *response_;
+      }
       ++owed_;
       PostWrite();
       PostRead();
@@ -84,6 +123,7 @@ class PipelineStream {
     writing_ = false;
     if (ok) {
       --owed_;
+      if constexpr (kBatch) batches_.pop_front();
       PostWrite();
     } else {
       broken_ = true;  // the call is gone; the pending read will fail too
@@ -110,7 +150,11 @@ class PipelineStream {
     // With more answers owed after this one, let gRPC hold this one back and send them together.
     grpc::WriteOptions options;
     if (owed_ > 1) options.set_buffer_hint();
-    stream_.Write(*response_, options, written_.tag());
+    if constexpr (kBatch) {
+      stream_.Write(batches_.front(), options, written_.tag());
+    } else {
+      stream_.Write(*response_, options, written_.tag());
+    }
   }
   void PostFinish() {
     if (!client_done_ || reading_ || writing_ || owed_ > 0 || broken_ || finishing_ || !worker_->accepting) {
@@ -128,10 +172,11 @@ class PipelineStream {
   revkv::v1::KV::AsyncService* service_;
   const etcdserverpb::TxnResponse* response_;
   grpc::ServerContext context_;
-  grpc::ServerAsyncReaderWriter<etcdserverpb::TxnResponse, etcdserverpb::TxnRequest> stream_;
-  etcdserverpb::TxnRequest request_;  // read into, then ignored
-  int in_flight_ = 0;                 // operations posted and not yet completed
-  int64_t owed_ = 0;                  // messages read and not yet answered
+  grpc::ServerAsyncReaderWriter<Response, Request> stream_;
+  Request request_;               // read into (only a batch's size is used)
+  std::deque<Response> batches_;  // batch streams: the answers owed, in order (a deque: the front stays put)
+  int in_flight_ = 0;             // operations posted and not yet completed
+  int64_t owed_ = 0;              // messages read and not yet answered
   bool reading_ = false;
   bool writing_ = false;
   bool client_done_ = false;  // no more messages will be read
@@ -171,7 +216,8 @@ std::unique_ptr<Handler> MakeSnapshotHandler(WorkerContext* worker,
 
 void AcceptPipelineStream(WorkerContext* worker, revkv::v1::KV::AsyncService* service,
                           const etcdserverpb::TxnResponse* response) {
-  (new PipelineStream(worker, service, response))->Arm();
+  (new PipelineStream<FixedTxnAnswers>(worker, service, response))->Arm();
+  (new PipelineStream<BatchAnswers>(worker, service, response))->Arm();
 }
 
 }  // namespace revkv::bench

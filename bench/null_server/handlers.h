@@ -137,9 +137,10 @@ std::unique_ptr<Handler> MakeUnaryHandler(WorkerContext* worker, NullMethod meth
 std::unique_ptr<Handler> MakeSnapshotHandler(WorkerContext* worker,
                                              etcdserverpb::Maintenance::AsyncService* service);
 
-// Posts a request for one new revkv.v1.KV/Pipeline stream on the worker's queue. The stream object owns
-// itself: when a stream arrives it posts the request for the next one, serves its own stream, and
-// deletes itself once none of its operations is in flight any more. `response` must outlive it.
+// Posts a request for one new revkv.v1.KV/Pipeline stream and one new PipelineBatch stream on the
+// worker's queue. A stream object owns itself: when a stream arrives it posts the request for the next
+// one, serves its own stream, and deletes itself once none of its operations is in flight any more.
+// `response` (every Txn's answer) must outlive them.
 void AcceptPipelineStream(WorkerContext* worker, revkv::v1::KV::AsyncService* service,
                           const etcdserverpb::TxnResponse* response);
 

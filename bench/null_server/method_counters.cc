@@ -24,6 +24,8 @@ std::string_view NullMethodName(NullMethod method) {
       return "Pipeline";
     case NullMethod::kMemberList:
       return "MemberList";
+    case NullMethod::kPipelineBatch:
+      return "PipelineBatch";
     case NullMethod::kUnimplemented:
       return "Unimplemented";
     case NullMethod::kCount:

@@ -26,6 +26,7 @@ enum class NullMethod : int {
   kStatus,
   kPipeline,
   kMemberList,
+  kPipelineBatch,  // messages on revkv.v1.KV/PipelineBatch streams
   kUnimplemented,
   kCount,
 };

@@ -45,6 +45,7 @@ struct PhasePlan {
 struct ConnectionConfig {
   int index = 0;  // 0 .. connections-1
   int inflight = 1;
+  int batch = 0;  // pipeline transport: requests per PipelineBatch message (0: Pipeline, one per message)
   std::chrono::nanoseconds timeout{0};  // per request; 0: none
   uint64_t seed = 1;
   const WorkloadSpec* spec = nullptr;  // must outlive the connection

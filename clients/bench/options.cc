@@ -73,6 +73,11 @@ void AddBenchFlags(CLI::App& app, BenchOptions* o) {
                                                                           {"pipeline", SendMode::kPipeline}})
                       .description(""))
       ->default_str("unary");
+  app.add_option("--batch", o->batch,
+                 "pipeline mode: up to N requests per revkv.v1.KV/PipelineBatch message; 0: one per "
+                 "revkv.v1.KV/Pipeline message")
+      ->capture_default_str()
+      ->check(CLI::Range(0, 1024));
   AddDurationOption(app, "--duration", &o->duration, "how long to measure (per round with --compare)");
   app.add_option("--total", o->total, "measure this many operations instead of a duration");
   app.add_option("--rate", o->rate, "total operations per second, paced open-loop; 0: unlimited")
@@ -158,6 +163,9 @@ absl::Status ValidateBenchOptions(const BenchOptions& o) {
   }
   if (o.key_distribution == KeyDistribution::kZipfian && !(o.zipf_exponent > 0 && o.zipf_exponent < 1)) {
     return absl::InvalidArgumentError("--zipf-exponent must be in (0, 1)");
+  }
+  if (o.batch > 0 && o.mode != SendMode::kPipeline) {
+    return absl::InvalidArgumentError("--batch needs --mode pipeline");
   }
   if (o.backoff_base <= absl::ZeroDuration() || o.backoff_max < o.backoff_base) {
     return absl::InvalidArgumentError("need 0 < --backoff-base <= --backoff-max");

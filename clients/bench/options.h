@@ -47,6 +47,9 @@ struct BenchOptions {
   int inflight = 16;    // requests outstanding per connection
   int threads = 0;      // client threads driving the connections; 0: min(connections, cores)
   SendMode mode = SendMode::kUnary;
+  // Pipeline mode: 0 sends one request per revkv.v1.KV/Pipeline message; N > 0 sends up to N requests
+  // (those queued when the stream is free to write) per revkv.v1.KV/PipelineBatch message.
+  int batch = 0;
   absl::Duration duration = absl::Seconds(10);  // measured time (unless total > 0)
   uint64_t total = 0;                           // measured operations; 0: run for `duration`
   double rate = 0;                              // total operations per second; 0: as fast as possible

@@ -1,4 +1,4 @@
-// The pipeline transport: one revkv.v1.KV/Pipeline stream per connection.
+// The pipeline transport: one revkv.v1.KV/Pipeline (or PipelineBatch) stream per connection.
 #include "clients/bench/pipeline_connection.h"
 
 namespace revkv::client {
@@ -23,29 +23,47 @@ void PipelineConnection::OnPhaseStart() {
 
 void PipelineConnection::Open() {
   stream_.reset();  // lives in the previous call's arena: goes before its context
+  batch_stream_.reset();
   context_.emplace();
   if (config().timeout.count() > 0 && plan().end != Clock::time_point::max()) {
     context_->set_deadline(ToGprDeadline(plan().end + config().timeout));
   }
   read_closed_ = false;
   state_ = StreamState::kStarting;
-  stream_ = stub_->PrepareAsyncPipeline(&*context_, cq());
-  stream_->StartCall(started_.tag());
+  if (config().batch > 0) {
+    batch_stream_ = stub_->PrepareAsyncPipelineBatch(&*context_, cq());
+    batch_stream_->StartCall(started_.tag());
+  } else {
+    stream_ = stub_->PrepareAsyncPipeline(&*context_, cq());
+    stream_->StartCall(started_.tag());
+  }
 }
 
 void PipelineConnection::Send(Slot& slot) {
   RingAt(queued_++) = &slot;
   if (state_ == StreamState::kClosed && !reopen_pending_) {
     Open();
-  } else {
+  } else if (!handing_back_) {
     WriteNext();
   }
 }
 
 void PipelineConnection::WriteNext() {
   if (state_ != StreamState::kOpen || writing_ || written_ == queued_) return;
-  Slot* slot = RingAt(written_++);
   writing_ = true;
+  if (config().batch > 0) {
+    // Clear keeps the cleared requests' memory: a warm batch is filled without allocating.
+    batch_request_.Clear();
+    for (int n = 0; n < config().batch && written_ != queued_; ++n) {
+      *batch_request_.add_requests() = RingAt(written_++)->op.pipeline_request();
+    }
+    stats().CountRequest(Method::kPipelineBatch);
+    grpc::WriteOptions options;
+    if (written_ != queued_) options.set_buffer_hint();
+    batch_stream_->Write(batch_request_, options, write_done_.tag());  // serializes the batch now
+    return;
+  }
+  Slot* slot = RingAt(written_++);
   stats().CountRequest(Method::kPipeline);
   // With more requests queued behind this one, let gRPC hold it back and send it with the next.
   grpc::WriteOptions options;
@@ -55,7 +73,11 @@ void PipelineConnection::WriteNext() {
 
 void PipelineConnection::PostRead() {
   reading_ = true;
-  stream_->Read(&response_, read_done_.tag());
+  if (config().batch > 0) {
+    batch_stream_->Read(&batch_response_, read_done_.tag());
+  } else {
+    stream_->Read(&response_, read_done_.tag());
+  }
 }
 
 void PipelineConnection::OnAllIdle() { MaybeHalfClose(); }
@@ -64,14 +86,22 @@ void PipelineConnection::MaybeHalfClose() {
   if (state_ != StreamState::kOpen || !all_idle() || writing_ || written_ != queued_) return;
   state_ = StreamState::kClosing;
   writes_done_pending_ = true;
-  stream_->WritesDone(writes_done_.tag());
+  if (config().batch > 0) {
+    batch_stream_->WritesDone(writes_done_.tag());
+  } else {
+    stream_->WritesDone(writes_done_.tag());
+  }
 }
 
 void PipelineConnection::MaybeFinish() {
   if (!read_closed_ || reading_ || writing_ || writes_done_pending_) return;
   if (state_ == StreamState::kFinishing || state_ == StreamState::kClosed) return;
   state_ = StreamState::kFinishing;
-  stream_->Finish(&finish_status_, finished_.tag());
+  if (config().batch > 0) {
+    batch_stream_->Finish(&finish_status_, finished_.tag());
+  } else {
+    stream_->Finish(&finish_status_, finished_.tag());
+  }
 }
 
 void PipelineConnection::OnStarted(bool ok) {
@@ -106,14 +136,43 @@ void PipelineConnection::OnRead(bool ok) {
     MaybeFinish();
     return;
   }
+  if (config().batch > 0) {
+    OnBatchRead();
+  } else {
+    Answer(response_);
+  }
+  PostRead();
+}
+
+void PipelineConnection::Answer(const etcdserverpb::TxnResponse& response) {
   if (answered_ == written_) {
     // A response to nothing: the server broke the protocol. End the stream; Finish reports CANCELLED.
     context_->TryCancel();
-  } else {
-    Slot* slot = RingAt(answered_++);
-    OnStep(*slot, slot->op.OnPipelineResponse(response_, rng()));
+    return;
   }
-  PostRead();
+  Slot* slot = RingAt(answered_++);
+  OnStep(*slot, slot->op.OnPipelineResponse(response, rng()));
+}
+
+void PipelineConnection::OnBatchRead() {
+  // The requests the answers start are queued, and go out together once every answer is handed back.
+  handing_back_ = true;
+  for (const revkv::v1::TxnResult& result : batch_response_.results()) {
+    if (result.has_error()) {
+      if (answered_ == written_) {
+        context_->TryCancel();
+        break;
+      }
+      Slot* slot = RingAt(answered_++);
+      OnFailure(*slot,
+                grpc::Status(static_cast<grpc::StatusCode>(result.error().code()), result.error().message()));
+    } else {
+      Answer(result.response());
+    }
+  }
+  handing_back_ = false;
+  WriteNext();
+  MaybeHalfClose();
 }
 
 void PipelineConnection::OnWritesDone(bool /*ok*/) {

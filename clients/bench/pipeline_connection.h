@@ -1,4 +1,8 @@
-// The pipeline transport: every request of a connection travels on one revkv.v1.KV/Pipeline stream.
+// The pipeline transport: every request of a connection travels on one revkv.v1.KV/Pipeline stream,
+// or, with a batch size (ConnectionConfig::batch), on one revkv.v1.KV/PipelineBatch stream, each
+// message carrying up to that many of the requests queued when the stream is free to write. A batch
+// response answers as many entries as it holds results; while a response's answers are handed back,
+// requests they start are only queued, so that they leave together in the next message.
 //
 // The stream answers in order, so the connection keeps the slots whose requests are on the stream in a
 // ring, in sending order: a response belongs to the oldest unanswered entry. Requests are written one at
@@ -55,6 +59,9 @@ class PipelineConnection final : public Connection {
   void OnWritesDone(bool ok);
   void OnFinished(bool ok);
   void OnReopen(bool ok);
+  // Hands back one answer (or the protocol error of an answer to nothing).
+  void Answer(const etcdserverpb::TxnResponse& response);
+  void OnBatchRead();
 
   Slot*& RingAt(uint64_t position) { return ring_[position % ring_.size()]; }
 
@@ -62,6 +69,8 @@ class PipelineConnection final : public Connection {
   std::unique_ptr<revkv::v1::KV::Stub> stub_;
   std::optional<grpc::ClientContext> context_;
   std::unique_ptr<grpc::ClientAsyncReaderWriter<etcdserverpb::TxnRequest, etcdserverpb::TxnResponse>> stream_;
+  std::unique_ptr<grpc::ClientAsyncReaderWriter<revkv::v1::TxnBatch, revkv::v1::TxnBatchResponse>>
+      batch_stream_;  // instead of stream_ when config().batch > 0
   StreamState state_ = StreamState::kClosed;
   bool writing_ = false;
   bool reading_ = false;
@@ -69,6 +78,9 @@ class PipelineConnection final : public Connection {
   bool writes_done_pending_ = false;  // WritesDone posted and not yet completed
   bool reopen_pending_ = false;       // a reopen alarm is set
   etcdserverpb::TxnResponse response_;
+  revkv::v1::TxnBatch batch_request_;  // reused: cleared messages keep their memory
+  revkv::v1::TxnBatchResponse batch_response_;
+  bool handing_back_ = false;  // answers of one batch response are being handed back: only queue
   grpc::Status finish_status_;
   grpc::Alarm reopen_alarm_;
 

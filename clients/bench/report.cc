@@ -87,6 +87,7 @@ nlohmann::json LoadJson(const BenchOptions& o) {
       {"inflight", o.inflight},
       {"threads", o.threads},
       {"mode", SendModeName(o.mode)},
+      {"batch", o.batch},
       {"rate", o.rate},
       {"duration_s", Seconds(o.duration)},
       {"total", o.total},
@@ -179,8 +180,9 @@ bool CompareReport::ok() const {
 
 std::string DescribeLoad(const BenchOptions& o) {
   std::string text = absl::StrCat(WorkloadName(o.workload), ", ", o.connections, " connections x ",
-                                  o.inflight, " in flight, ", SendModeName(o.mode), ", ", Grouped(o.keys),
-                                  " keys ", KeyDistributionName(o.key_distribution));
+                                  o.inflight, " in flight, ", SendModeName(o.mode),
+                                  o.batch > 0 ? absl::StrCat(" (batches of up to ", o.batch, ")") : "", ", ",
+                                  Grouped(o.keys), " keys ", KeyDistributionName(o.key_distribution));
   if (o.key_distribution == KeyDistribution::kZipfian) {
     absl::StrAppend(&text, " (theta ", o.zipf_exponent, ")");
   }

@@ -31,6 +31,8 @@ const char* MethodName(Method method) {
       return "Pipeline";
     case Method::kStatus:
       return "Status";
+    case Method::kPipelineBatch:
+      return "PipelineBatch";
   }
   return "?";
 }

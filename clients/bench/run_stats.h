@@ -27,10 +27,10 @@ enum class Phase : uint8_t { kConnect, kPreload, kWarmup, kMeasured };
 inline constexpr int kPhaseCount = 4;
 const char* PhaseName(Phase phase);
 
-// Requests sent, by method; kStatus counts the connection probes, kPipeline the messages sent on
-// revkv.v1.KV/Pipeline streams.
-enum class Method : uint8_t { kRange, kPut, kTxn, kPipeline, kStatus };
-inline constexpr int kMethodCount = 5;
+// Requests sent, by method; kStatus counts the connection probes, kPipeline and kPipelineBatch the
+// messages sent on revkv.v1.KV/Pipeline and PipelineBatch streams.
+enum class Method : uint8_t { kRange, kPut, kTxn, kPipeline, kStatus, kPipelineBatch };
+inline constexpr int kMethodCount = 6;
 const char* MethodName(Method method);
 
 // Failed operations by gRPC code and message.

@@ -199,6 +199,7 @@ RunReport RunBenchmark(const RunContext& context, const std::vector<Endpoint>& e
     ConnectionConfig config;
     config.index = c;
     config.inflight = o.inflight;
+    config.batch = o.batch;
     config.timeout = absl::ToChronoNanoseconds(o.timeout);
     config.seed = o.seed * 0x9e3779b97f4a7c15ULL + static_cast<uint64_t>(c);
     config.spec = context.spec;

@@ -1,6 +1,7 @@
-// revkv.v1.KV/Pipeline: a bidirectional stream of Txn requests answered in order. Many requests may be
-// in flight: each is executed as soon as it is read (one store transaction each); its response is sent
-// when every earlier response has been sent and, for a write, once its log record is durable.
+// revkv.v1.KV/Pipeline and revkv.v1.KV/PipelineBatch: bidirectional streams of Txn requests (one per
+// message, or a batch per message) answered in order. Many messages may be in flight: each is executed as
+// soon as it is read (one store transaction per Txn); its answer is sent when every earlier answer has
+// been sent and, if it wrote or read state not yet durable, once that state's log record is durable.
 #pragma once
 
 #include <grpcpp/grpcpp.h>
@@ -10,7 +11,12 @@
 
 namespace revkv::server {
 
-// Posts a call waiting for the next Pipeline stream on `cq`.
+// The most requests one PipelineBatch message may hold; a larger batch ends the stream with
+// INVALID_ARGUMENT and none of its requests is executed.
+inline constexpr int kMaxBatchRequests = 1024;
+
+// Posts a call waiting for the next Pipeline stream and one waiting for the next PipelineBatch stream
+// on `cq`.
 void PostPipelineCall(::revkv::v1::KV::AsyncService* service, grpc::ServerCompletionQueue* cq,
                       ServerState* state);
 

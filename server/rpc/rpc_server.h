@@ -1,6 +1,7 @@
-// The gRPC server: etcd's KV, Watch, Maintenance and Cluster services and revkv's KV (Pipeline) on worker
-// threads with one completion queue each, revkv's Admin service, gRPC health checking and server
-// reflection. Worker threads are registered with the runtime; waiting on their queue is a safe region.
+// The gRPC server: etcd's KV, Watch, Maintenance and Cluster services and revkv's KV (Pipeline,
+// PipelineBatch) on worker threads with one completion queue each, revkv's Admin service, gRPC health
+// checking and server reflection. Worker threads are registered with the runtime; waiting on their queue is a
+// safe region.
 //
 // Thread-safety: Start and Shutdown from one thread (main); the handlers are thread-safe.
 #pragma once

@@ -16,6 +16,7 @@ namespace {
 const std::vector<std::string>& Methods() {
   static const std::vector<std::string> methods = {
       "Range", "Put", "DeleteRange", "Txn", "Compact", "Status", "Alarm", "MemberList", "Pipeline",
+      "PipelineBatch",
       // etcdserverpb.Lease's unary methods
       "LeaseGrant", "LeaseRevoke", "LeaseTimeToLive", "LeaseLeases",
       // v3lockpb.Lock and v3electionpb.Election (Observe is a stream)
@@ -133,6 +134,9 @@ void CollectStore(ServerState* state, MetricWriter& w) {
                  static_cast<double>(wal.records_written));
   w.WriteCounter("revkv_wal_fsyncs_total", "fdatasync calls of log segments.",
                  static_cast<double>(wal.fsyncs));
+  w.WriteCounter("revkv_wal_flusher_wakeups_total",
+                 "Times writers woke the log's flusher: once per write, once per PipelineBatch message.",
+                 static_cast<double>(wal.notifies));
   CumulativeHistogram fsync;
   fsync.upper_bounds.assign(kLatencyBucketBounds.begin(), kLatencyBucketBounds.end());
   fsync.cumulative_counts.assign(wal.fsync_latency.cumulative_counts.begin(),

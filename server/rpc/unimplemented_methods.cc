@@ -91,7 +91,8 @@ grpc::experimental::Interceptor* UnimplementedMethods::CreateServerInterceptor(
   // The hot methods, all served: no interceptor, no cost there.
   static constexpr std::string_view kServedHot[] = {
       "/etcdserverpb.KV/Range",       "/etcdserverpb.KV/Put",     "/etcdserverpb.KV/Txn",
-      "/etcdserverpb.KV/DeleteRange", "/etcdserverpb.KV/Compact", "/revkv.v1.KV/Pipeline"};
+      "/etcdserverpb.KV/DeleteRange", "/etcdserverpb.KV/Compact", "/revkv.v1.KV/Pipeline",
+      "/revkv.v1.KV/PipelineBatch"};
   for (std::string_view served : kServedHot) {
     if (method == served) return nullptr;
   }

@@ -6,7 +6,7 @@
 //
 // It sees the status a call ends with (PRE_SEND_STATUS) and changes only UNIMPLEMENTED with no message:
 // a served method's own UNIMPLEMENTED answer keeps its message. Calls of the hot, served methods
-// (etcdserverpb.KV's and revkv.v1.KV/Pipeline) get no interceptor at all.
+// (etcdserverpb.KV's, revkv.v1.KV/Pipeline and PipelineBatch) get no interceptor at all.
 //
 // Thread-safety: thread-safe (gRPC creates an interceptor per call, on its threads).
 #pragma once

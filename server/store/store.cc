@@ -356,8 +356,8 @@ absl::StatusOr<etcdserverpb::RangeResponse> Store::RangeAt(const etcdserverpb::R
 
 template <class Request, class Response>
 absl::StatusOr<WriteResult<Response>> Store::Write(const Request& request, char kind, int64_t replay_revision,
-                                                   const store::PastRanges* past_ranges,
-                                                   const AuthInfo* who) {
+                                                   const store::PastRanges* past_ranges, const AuthInfo* who,
+                                                   LogWake* wake) {
   const bool replaying = replay_revision != 0;
   std::string payload;
   std::optional<WalReservation> reservation;
@@ -367,6 +367,13 @@ absl::StatusOr<WriteResult<Response>> Store::Write(const Request& request, char 
     request.AppendToString(&payload);
     // A record must fit the log buffer; a larger write is refused whole, before it changes anything.
     if (payload.size() > wal_->max_payload_bytes()) return errors::RequestTooLarge();
+    // A batch's records wait for one wake-up at its end; but Reserve blocks while the buffer is full and
+    // only the flusher frees it, so the flusher is woken first once the batch holds an eighth of it.
+    if (wake != nullptr && wake->pending_bytes > 0 &&
+        wake->pending_bytes + payload.size() > wal_->max_payload_bytes() / 8) {
+      wal_->Notify();
+      wake->pending_bytes = 0;
+    }
     absl::StatusOr<WalReservation> r = [&] {
       // Reserve blocks while the log buffer is full, until the flusher (fsync included) frees space;
       // a collection must not wait for that. The payload is off the heap.
@@ -422,7 +429,13 @@ absl::StatusOr<WriteResult<Response>> Store::Write(const Request& request, char 
     }
   });
   if (!s.ok()) return s;
-  if (lsn != 0) wal_->Notify();
+  if (lsn != 0) {
+    if (wake != nullptr) {
+      wake->pending_bytes += payload.size();  // a payload is never empty (it starts with its kind)
+    } else {
+      wal_->Notify();
+    }
+  }
   if (changed) {
     // Exactly once per committed revision, after the commit; writers publish concurrently, so possibly
     // out of revision order (the log orders them). Watchers see it once it is also durable.
@@ -467,6 +480,27 @@ absl::StatusOr<WriteResult<etcdserverpb::DeleteRangeResponse>> Store::DeleteRang
 
 absl::StatusOr<WriteResult<etcdserverpb::TxnResponse>> Store::Txn(const etcdserverpb::TxnRequest& request,
                                                                   TxnReads reads, const AuthInfo* who) {
+  return TxnWith(request, reads, who, nullptr);
+}
+
+void Store::TxnBatch(const google::protobuf::RepeatedPtrField<etcdserverpb::TxnRequest>& requests,
+                     const AuthInfo* who,
+                     std::vector<absl::StatusOr<WriteResult<etcdserverpb::TxnResponse>>>* results,
+                     uint64_t* wait_lsn) {
+  results->clear();
+  results->reserve(static_cast<size_t>(requests.size()));
+  *wait_lsn = 0;
+  LogWake wake;
+  for (const etcdserverpb::TxnRequest& request : requests) {
+    results->push_back(TxnWith(request, TxnReads::kNewest, who, &wake));
+    if (results->back().ok()) *wait_lsn = std::max<uint64_t>(*wait_lsn, results->back()->wait_lsn);
+  }
+  if (wake.pending_bytes > 0) wal_->Notify();
+}
+
+absl::StatusOr<WriteResult<etcdserverpb::TxnResponse>> Store::TxnWith(const etcdserverpb::TxnRequest& request,
+                                                                      TxnReads reads, const AuthInfo* who,
+                                                                      LogWake* wake) {
   if (absl::Status s = store::CheckTxnRequest(request, options_.max_txn_ops); !s.ok()) return s;
   if (request.ByteSizeLong() > options_.max_request_bytes) return errors::RequestTooLarge();
   const bool read_only = store::IsTxnReadOnly(request);
@@ -479,7 +513,8 @@ absl::StatusOr<WriteResult<etcdserverpb::TxnResponse>> Store::Txn(const etcdserv
   store::PastRanges past;
   ReadPastRanges(request, /*capped=*/!newest, &past);
   if (!read_only) {
-    return Write<etcdserverpb::TxnRequest, etcdserverpb::TxnResponse>(request, kRecordTxn, 0, &past, who);
+    return Write<etcdserverpb::TxnRequest, etcdserverpb::TxnResponse>(request, kRecordTxn, 0, &past, who,
+                                                                      wake);
   }
   // A read-only Txn is checked as a read: against the visible auth state (its compares and Ranges).
   if (who != nullptr && auth_enabled_.load(std::memory_order_acquire)) {

@@ -157,6 +157,16 @@ class Store {
   absl::StatusOr<WriteResult<etcdserverpb::TxnResponse>> Txn(const etcdserverpb::TxnRequest& request,
                                                              TxnReads reads = TxnReads::kDurable,
                                                              const AuthInfo* who = nullptr);
+  // Runs each of `requests`, in order, as Txn(request, TxnReads::kNewest, who) would: each its own
+  // transaction and, if it writes, its own revision; a failing request fails alone and changes nothing.
+  // `results` gets one entry per request. The log's flusher is woken once, after the last request (and
+  // before that only when the batch's records would otherwise take an eighth of the log buffer), so
+  // the batch's records are written and synced together rather than the first alone. `*wait_lsn` is
+  // the largest WriteResult::wait_lsn of the batch: once it is durable, every answer may go out.
+  void TxnBatch(const google::protobuf::RepeatedPtrField<etcdserverpb::TxnRequest>& requests,
+                const AuthInfo* who,
+                std::vector<absl::StatusOr<WriteResult<etcdserverpb::TxnResponse>>>* results,
+                uint64_t* wait_lsn);
   // Compact needs the root role while authentication is enabled (etcd checks nothing: docs/server.md).
   absl::StatusOr<etcdserverpb::CompactionResponse> Compact(const etcdserverpb::CompactionRequest& request,
                                                            const AuthInfo* who = nullptr);
@@ -307,10 +317,17 @@ class Store {
 
  private:
   Store(const StoreOptions& options, Wal* wal);
+  // When a write wakes the log's flusher: at once (no LogWake), or once for a batch (Store::TxnBatch).
+  struct LogWake {
+    uint64_t pending_bytes = 0;  // bytes of this batch's records appended since the flusher was woken
+  };
   template <class Request, class Response>
   absl::StatusOr<WriteResult<Response>> Write(const Request& request, char kind, int64_t replay_revision,
                                               const store::PastRanges* past_ranges = nullptr,
-                                              const AuthInfo* who = nullptr);
+                                              const AuthInfo* who = nullptr, LogWake* wake = nullptr);
+  absl::StatusOr<WriteResult<etcdserverpb::TxnResponse>> TxnWith(const etcdserverpb::TxnRequest& request,
+                                                                 TxnReads reads, const AuthInfo* who,
+                                                                 LogWake* wake);
   // The auth view of `meta` (decoded once per auth state, cached). DataLoss if its bytes do not decode.
   template <class TxT>
   absl::StatusOr<std::shared_ptr<const store::AuthView>> AuthViewOf(

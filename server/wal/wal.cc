@@ -246,6 +246,11 @@ WalLsn Wal::Append(WalReservation& reservation, int64_t revision, std::string_vi
 }
 
 void Wal::Notify() {
+  notifies_.fetch_add(1, std::memory_order_relaxed);  // statistics only
+  WakeFlusher();
+}
+
+void Wal::WakeFlusher() {
   // seq_cst: the Dekker handshake described at flusher_idle_.
   if (flusher_idle_.load(std::memory_order_seq_cst)) {
     std::lock_guard<std::mutex> lock(flusher_mu_);
@@ -282,7 +287,7 @@ absl::Status Wal::SyncThrough(int64_t revision) {
   int64_t seen = sync_request_.load(std::memory_order_seq_cst);
   while (seen < revision && !sync_request_.compare_exchange_weak(seen, revision, std::memory_order_seq_cst)) {
   }
-  Notify();
+  WakeFlusher();
   std::unique_lock<std::mutex> lock(durable_mu_);
   ++durable_waiters_;
   while (synced_revision_.load(std::memory_order_acquire) < revision && !failed() &&
@@ -310,7 +315,7 @@ void Wal::OnDurable(WalLsn lsn, DurableCallback callback) {
     }
   }
   if (node == nullptr) {
-    Notify();  // the record may be durable already: make sure the flusher looks at the queue
+    WakeFlusher();  // the record may be durable already: make sure the flusher looks at the queue
     return;
   }
   // The flusher has exited: everything appended was written, unless the log failed.
@@ -385,6 +390,7 @@ WalStats Wal::stats() const {
   s.records_written = records_written_.load(std::memory_order_relaxed);
   s.write_calls = write_calls_.load(std::memory_order_relaxed);
   s.fsyncs = fsyncs_.load(std::memory_order_relaxed);
+  s.notifies = notifies_.load(std::memory_order_relaxed);
   s.fsync_latency = fsync_latency_.Snapshot();
   s.appended_lsn = appended_lsn_.load(std::memory_order_relaxed);
   s.durable_lsn = durable_lsn_.load(std::memory_order_relaxed);

@@ -115,6 +115,7 @@ struct WalStats {
   uint64_t records_written = 0;   // records handed to write(2)
   uint64_t write_calls = 0;       // write(2) calls of records
   uint64_t fsyncs = 0;            // fdatasync calls of segments
+  uint64_t notifies = 0;          // Notify calls: writers' wake-ups after their appends
   LatencySnapshot fsync_latency;  // of those fdatasync calls, in seconds
   WalLsn appended_lsn = 0;        // last record appended
   WalLsn durable_lsn = 0;         // last record acknowledged (durable per the fsync mode)
@@ -209,7 +210,9 @@ class Wal {
 
   // --- After the section ---
 
-  // Wakes the flusher if it sleeps (a futex wake at most). Call once after Append, outside the section.
+  // Wakes the flusher if it sleeps (a futex wake at most). Call once after Append, outside the section,
+  // or once after a batch of Appends (the flusher then takes them in one pass). Counted
+  // (WalStats::notifies). Until it is called, a record may wait for the flusher's one-second backstop.
   void Notify();
 
   // Blocks until record `lsn` is durable (OK) or the log has failed before it (failed_status()).
@@ -272,6 +275,8 @@ class Wal {
     std::chrono::steady_clock::time_point last_sync;
   };
 
+  // Wakes the flusher if it sleeps (Notify without counting it: OnDurable's and SyncThrough's wake-ups).
+  void WakeFlusher();
   void StartFlusher();
   void FlusherMain();
   void WaitForWork();
@@ -345,6 +350,7 @@ class Wal {
   std::atomic<uint64_t> records_written_{0};
   std::atomic<uint64_t> write_calls_{0};
   std::atomic<uint64_t> fsyncs_{0};
+  std::atomic<uint64_t> notifies_{0};
   std::atomic<int64_t> current_segment_{0};
   LatencyHistogram fsync_latency_;
 

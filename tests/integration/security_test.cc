@@ -224,6 +224,28 @@ class Security : public ::testing::Test {
       }
       return Outcome{stream->Finish()};
     });
+    // A batch's refusal is its request's result (the stream itself goes on).
+    unary("PipelineBatch", [=, this](const std::string& t) {
+      auto s = ::revkv::v1::KV::NewStub(channel_);
+      grpc::ClientContext context;
+      context.set_deadline(std::chrono::system_clock::now() + std::chrono::seconds(20));
+      if (!t.empty()) context.AddMetadata("token", t);
+      auto stream = s->PipelineBatch(&context);
+      ::revkv::v1::TxnBatch batch;
+      *batch.add_requests()->add_success() = OpOf(PutOf(key, "stolen"));
+      stream->Write(batch);
+      stream->WritesDone();
+      ::revkv::v1::TxnBatchResponse r;
+      grpc::Status refused;
+      while (stream->Read(&r)) {
+        if (r.results_size() > 0 && r.results(0).has_error()) {
+          refused = grpc::Status(static_cast<grpc::StatusCode>(r.results(0).error().code()),
+                                 r.results(0).error().message());
+        }
+      }
+      const grpc::Status finished = stream->Finish();
+      return Outcome{finished.ok() ? refused : finished};
+    });
     // Watch
     unary("Watch", [=, this](const std::string& t) {
       auto s = Watch::NewStub(channel_);

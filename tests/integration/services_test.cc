@@ -157,7 +157,7 @@ TEST_F(Services, ReflectionDescribesEtcdAndRevkvServices) {
             (std::vector<std::string>{"GetStats", "WatchGcEvents", "Collect", "Checkpoint", "ServerInfo"}));
 
   const google::protobuf::FileDescriptorProto pipeline = FileContaining("revkv.v1.KV");
-  EXPECT_EQ(MethodNames(pipeline, "KV"), (std::vector<std::string>{"Pipeline"}));
+  EXPECT_EQ(MethodNames(pipeline, "KV"), (std::vector<std::string>{"Pipeline", "PipelineBatch"}));
 
   ServerReflectionRequest unknown;
   unknown.set_file_containing_symbol("etcdserverpb.NoSuchService");

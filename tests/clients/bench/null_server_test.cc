@@ -121,6 +121,33 @@ TEST(BenchAgainstNullServer, PipelineOperationsEqualTheMessagesTheServerCounted)
   EXPECT_EQ(server->StatusPeers().size(), report["load"]["connections"].get<size_t>());
 }
 
+// --batch 16 with 64 in flight per connection: every message the server counts is one the client
+// reported, and they carry several operations each (at most 16), on both APIs of the null server.
+TEST(BenchAgainstNullServer, BatchModeSendsSeveralOperationsPerPipelineBatchMessage) {
+  for (bench::NullServerApi api : {bench::NullServerApi::kCallback, bench::NullServerApi::kCompletionQueue}) {
+    SCOPED_TRACE(api == bench::NullServerApi::kCallback ? "callback API" : "completion-queue API");
+    std::unique_ptr<NullServer> server = StartNullServer(api);
+    ASSERT_NE(server, nullptr);
+    ProcessResult result;
+    const nlohmann::json report = RunBench(
+        {"get", "--endpoints", Endpoint(*server), "--mode", "pipeline", "--batch", "16", "--connections", "2",
+         "--inflight", "64", "--duration", "1", "--warmup", "0.3", "--keys", "1000"},
+        &result);
+    ASSERT_EQ(result.exit_code, 0) << result.err;
+    server->Shutdown();
+    const bench::NullServerCounts counts = server->Counts();
+    EXPECT_EQ(report["load"]["batch"], 16);
+    const uint64_t messages = counts[NullMethod::kPipelineBatch];
+    EXPECT_EQ(messages, report["requests"]["PipelineBatch"].get<uint64_t>());
+    EXPECT_EQ(counts[NullMethod::kPipeline] + counts[NullMethod::kRange], 0u);
+    EXPECT_EQ(report["errors"]["total"].get<uint64_t>(), 0u);
+    const uint64_t ops = AllPhaseOps(report);
+    ASSERT_GT(messages, 0u);
+    EXPECT_GT(ops, 4 * messages) << ops << " operations in " << messages << " messages";
+    EXPECT_LE(ops, 16 * messages) << ops << " operations in " << messages << " messages";
+  }
+}
+
 TEST(BenchAgainstNullServer, ConnectionsAreSeparateTcpConnections) {
   std::unique_ptr<NullServer> server = StartNullServer();
   ASSERT_NE(server, nullptr);

@@ -1,13 +1,22 @@
 // Durable writes' answers, through the real gRPC server in this process over a log whose disk takes
-// 20 ms per fdatasync (FaultInjectingFileSystem): 64 concurrent Puts on one worker.
+// 20 ms per fdatasync (FaultInjectingFileSystem): 64 concurrent Puts on one worker, and a
+// revkv.v1.KV/PipelineBatch message of 64 Puts.
 //
 // - No Put is answered before its record is durable: when an answer reaches the client, the log's
 //   synced revision already covers the revision it names. (Fails if FinishWrite answers at once.)
 // - Many Puts share each fsync (group commit): far fewer fsyncs than Puts. (Fails if the flusher
 //   writes and syncs one record per pass.)
+// - No batch is answered before the last of its records is synced (fails if the batch's answer does not
+//   wait for the log), and the batch wakes the log's flusher once, after its 64 records are appended
+//   (fails if each write wakes it), so they share one fsync (two if the flusher, still busy after the
+//   warm-up, catches the first records on its own).
+// - When the log fails (an fdatasync error) before a batch's records are durable, the results that
+//   depend on them are answered with the log's failure and the ones that read durable state stand.
+//   (Fails if the batch's results are sent as they were executed.)
 #include <grpcpp/grpcpp.h>
 #include <gtest/gtest.h>
 
+#include <cerrno>
 #include <chrono>
 #include <memory>
 #include <set>
@@ -15,6 +24,7 @@
 #include <vector>
 
 #include "etcdserverpb/rpc.grpc.pb.h"
+#include "revkv/v1/kv.grpc.pb.h"
 #include "server/config/config.h"
 #include "server/lease/lessor.h"
 #include "server/ops/metrics.h"
@@ -112,6 +122,158 @@ TEST(DurableReplies, NoPutIsAnsweredBeforeItsRecordIsSyncedAndConcurrentPutsShar
     CHILD_CHECK(revisions.size() == kPuts, "%zu distinct revisions", revisions.size());
     CHILD_CHECK(fsyncs >= 1 && fsyncs * 4 <= kPuts, "%llu fsyncs for %d Puts",
                 static_cast<unsigned long long>(fsyncs), kPuts);
+    rpc.Shutdown(std::chrono::seconds(5));
+    return 0;
+  });
+}
+
+TEST(DurableReplies, NoBatchIsAnsweredBeforeItsRecordsAreSyncedAndItsWritesShareOneFsync) {
+  const std::string dir = TempDir("durable-batch");
+  ASSERT_CHILD_PASSES([&] {
+    FaultInjectingFileSystem disk(DefaultFileSystem());
+    disk.SetSyncDelay(std::chrono::milliseconds(20));
+    EngineOptions o = Options(dir);
+    o.file_system = &disk;
+    RecoveryReport report;
+    CHILD_READ(engine, Engine::Open(o, &report));
+    Lessor lessor(&engine->store());
+    ServerConfig config;
+    config.listen = "127.0.0.1:0";
+    config.metrics_listen = "";
+    config.workers = 1;
+    MetricsRegistry metrics;
+    ServerState state;
+    state.engine = engine.get();
+    state.lessor = &lessor;
+    state.config = &config;
+    state.metrics = &metrics;
+    RegisterServerMetrics(&state, &metrics);
+    absl::StatusOr<std::unique_ptr<GrpcListener>> listener = GrpcListener::Bind(config.listen);
+    CHILD_CHECK(listener.ok(), "the gRPC port could not be bound");
+    RpcServer rpc(&state);
+    CHILD_CHECK(rpc.Start(listener->get()).ok(), "the server did not start");
+
+    revkv::v1::TxnBatchResponse answer;
+    int64_t synced_at_answer = -1;
+    int64_t fsyncs = 0;
+    uint64_t wakeups = 0;
+    grpc::Status status;
+    {
+      runtime::SafeRegion client;  // this thread only runs the client from here on
+      auto channel =
+          grpc::CreateChannel("127.0.0.1:" + std::to_string(rpc.port()), grpc::InsecureChannelCredentials());
+      auto pipeline = revkv::v1::KV::NewStub(channel);
+      grpc::ClientContext context;
+      context.set_deadline(std::chrono::system_clock::now() + std::chrono::seconds(30));
+      auto stream = pipeline->PipelineBatch(&context);
+      revkv::v1::TxnBatch warm_up;  // the first segment exists and the flusher is idle afterwards
+      etcdserverpb::PutRequest* put = warm_up.add_requests()->add_success()->mutable_request_put();
+      put->set_key("warm-up");
+      CHILD_CHECK(stream->Write(warm_up) && stream->Read(&answer), "the warm-up batch failed");
+      const int64_t fsyncs_before = disk.syncs();
+      const uint64_t wakeups_before = engine->wal().stats().notifies;
+      revkv::v1::TxnBatch batch;
+      for (int i = 0; i < kPuts; ++i) {
+        put = batch.add_requests()->add_success()->mutable_request_put();
+        put->set_key("key/" + std::to_string(i));
+        put->set_value("value");
+      }
+      CHILD_CHECK(stream->Write(batch), "the batch could not be sent");
+      CHILD_CHECK(stream->Read(&answer), "the batch was not answered");
+      synced_at_answer = engine->wal().stats().synced_revision;
+      fsyncs = disk.syncs() - fsyncs_before;
+      wakeups = engine->wal().stats().notifies - wakeups_before;
+      stream->WritesDone();
+      status = stream->Finish();
+    }
+    CHILD_CHECK(status.ok(), "the stream failed: %s", status.error_message().c_str());
+    CHILD_CHECK(answer.results_size() == kPuts, "%d results", answer.results_size());
+    int64_t last = 0;
+    for (const revkv::v1::TxnResult& r : answer.results()) {
+      CHILD_CHECK(r.has_response(), "a Put failed: %s", r.error().message().c_str());
+      CHILD_CHECK(r.response().header().revision() == last + 1 || last == 0, "revisions not consecutive");
+      last = r.response().header().revision();
+    }
+    CHILD_CHECK(last <= synced_at_answer,
+                "the batch up to revision %lld was answered when only %lld was synced",
+                static_cast<long long>(last), static_cast<long long>(synced_at_answer));
+    std::printf("a batch of %d Puts: %llu flusher wake-ups, %lld fsyncs\n", kPuts,
+                static_cast<unsigned long long>(wakeups), static_cast<long long>(fsyncs));
+    CHILD_CHECK(wakeups == 1, "a batch of %d Puts woke the flusher %llu times", kPuts,
+                static_cast<unsigned long long>(wakeups));
+    CHILD_CHECK(fsyncs >= 1 && fsyncs <= 2, "a batch of %d Puts took %lld fsyncs", kPuts,
+                static_cast<long long>(fsyncs));
+    rpc.Shutdown(std::chrono::seconds(5));
+    return 0;
+  });
+}
+
+TEST(DurableReplies, ABatchWhoseRecordsAreNeverDurableIsAnsweredWithTheLogFailureSaveWhatReadDurableState) {
+  const std::string dir = TempDir("durable-batch-failure");
+  ASSERT_CHILD_PASSES([&] {
+    FaultInjectingFileSystem disk(DefaultFileSystem());
+    EngineOptions o = Options(dir);
+    o.file_system = &disk;
+    RecoveryReport report;
+    CHILD_READ(engine, Engine::Open(o, &report));
+    Lessor lessor(&engine->store());
+    ServerConfig config;
+    config.listen = "127.0.0.1:0";
+    config.metrics_listen = "";
+    config.workers = 1;
+    MetricsRegistry metrics;
+    ServerState state;
+    state.engine = engine.get();
+    state.lessor = &lessor;
+    state.config = &config;
+    state.metrics = &metrics;
+    RegisterServerMetrics(&state, &metrics);
+    absl::StatusOr<std::unique_ptr<GrpcListener>> listener = GrpcListener::Bind(config.listen);
+    CHILD_CHECK(listener.ok(), "the gRPC port could not be bound");
+    RpcServer rpc(&state);
+    CHILD_CHECK(rpc.Start(listener->get()).ok(), "the server did not start");
+
+    revkv::v1::TxnBatchResponse answer;
+    grpc::Status status;
+    {
+      runtime::SafeRegion client;  // this thread only runs the client from here on
+      auto channel =
+          grpc::CreateChannel("127.0.0.1:" + std::to_string(rpc.port()), grpc::InsecureChannelCredentials());
+      auto pipeline = revkv::v1::KV::NewStub(channel);
+      grpc::ClientContext context;
+      context.set_deadline(std::chrono::system_clock::now() + std::chrono::seconds(30));
+      auto stream = pipeline->PipelineBatch(&context);
+      revkv::v1::TxnBatch first;  // durable before the disk fails
+      etcdserverpb::PutRequest* put = first.add_requests()->add_success()->mutable_request_put();
+      put->set_key("durable");
+      put->set_value("v");
+      CHILD_CHECK(stream->Write(first) && stream->Read(&answer), "the first batch failed");
+      CHILD_CHECK(answer.results_size() == 1 && answer.results(0).has_response(), "the first Put failed");
+      disk.FailNthSync(1, EIO);
+      revkv::v1::TxnBatch batch;  // a read of durable state, then two Puts the failed fsync never covers
+      batch.add_requests()->add_success()->mutable_request_range()->set_key("durable");
+      for (const char* key : {"a", "b"}) {
+        put = batch.add_requests()->add_success()->mutable_request_put();
+        put->set_key(key);
+        put->set_value("lost");
+      }
+      CHILD_CHECK(stream->Write(batch), "the batch could not be sent");
+      CHILD_CHECK(stream->Read(&answer), "the batch was not answered");
+      stream->WritesDone();
+      status = stream->Finish();
+    }
+    CHILD_CHECK(status.ok(), "the stream failed: %s", status.error_message().c_str());
+    CHILD_CHECK(answer.results_size() == 3, "%d results", answer.results_size());
+    const revkv::v1::TxnResult& read = answer.results(0);
+    CHILD_CHECK(read.has_response() && read.response().responses(0).response_range().kvs_size() == 1,
+                "the read of durable state did not stand: %s", read.ShortDebugString().c_str());
+    for (int i = 1; i <= 2; ++i) {
+      const revkv::v1::TxnResult& r = answer.results(i);
+      CHILD_CHECK(r.has_error(), "Put %d was answered as a success although its record never became durable",
+                  i);
+      CHILD_CHECK(r.error().code() == grpc::StatusCode::UNAVAILABLE && !r.error().message().empty(),
+                  "Put %d: code %d \"%s\"", i, r.error().code(), r.error().message().c_str());
+    }
     rpc.Shutdown(std::chrono::seconds(5));
     return 0;
   });
