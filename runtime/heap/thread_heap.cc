@@ -142,6 +142,28 @@ void ThreadHeap::ResetNursery() {
   nursery_.to_chunk_end = true;
 }
 
+void ThreadHeap::ReturnUnusedNurseryChunks() {
+  if (nursery_.cursor == nullptr || nursery_chunks_.empty()) return;
+  while (nursery_chunks_.size() > nursery_index_ + 1) {
+    char* chunk = nursery_chunks_.back();
+    nursery_chunks_.pop_back();
+    // Nothing was allocated in it since the reset that cleared its fringe and its object starts.
+    PageSpace::Get().SetChunkKind(chunk, ChunkKind::kFree);
+    sorted_nursery_stale_ = true;
+  }
+}
+
+void ThreadHeap::TopUpNurseryLow() {
+  if (nursery_.cursor == nullptr || nursery_chunks_.empty()) return;
+  const uint16_t owner = ChunkInfoOf(nursery_chunks_[0]).owner;
+  while (nursery_chunks_.size() < nursery_target_chunks_) {
+    char* chunk = PageSpace::Get().AcquireLowChunk(ChunkKind::kNursery, owner);
+    if (chunk == nullptr) break;
+    nursery_chunks_.push_back(chunk);
+    sorted_nursery_stale_ = true;
+  }
+}
+
 const std::vector<char*>& ThreadHeap::SortedNurseryChunks() {
   if (sorted_nursery_stale_) {
     sorted_nursery_chunks_ = nursery_chunks_;
