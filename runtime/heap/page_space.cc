@@ -229,8 +229,7 @@ char* PageSpace::TakeHoleChunk(uint16_t owner) {
   hole_chunks_.pop_back();
   ChunkInfo& info = ChunkInfoOf(chunk);
   info.owner = owner;
-  info.has_holes = 0;
-  info.live_bytes = kNoLiveStats;  // it fills up from now on: the last measure no longer holds
+  info.has_holes = 0;  // live_bytes stays: ThreadHeap adds each hole it fills (CountHoleAsLive)
   return chunk;
 }
 

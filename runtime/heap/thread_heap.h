@@ -129,6 +129,7 @@ class ThreadHeap {
   char* NextNurseryChunk(size_t size);
   char* AllocateOldSlow(size_t size, uint16_t owner);
   bool NextHole(size_t size);
+  void CountHoleAsLive(size_t bytes);
   char* FirstNurseryStart() const { return nursery_chunks_.empty() ? nullptr : nursery_chunks_[0]; }
 
   std::vector<char*> nursery_chunks_;         // chunk bases, in allocation order
