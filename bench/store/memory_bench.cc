@@ -183,10 +183,10 @@ void PrintMemory(const json& result, std::FILE* out) {
        revkv["compacted"]["live_heap_bytes"].get<double>());
   line("revkv live objects (exact), compacted", revkv["compacted"]["live_object_bytes"].get<double>());
   line("revkv heap committed (pages), compacted", revkv["compacted"]["committed_bytes"].get<double>());
-  line("revkv free pages kept mapped for the next evacuation, compacted",
+  line("revkv free pages kept mapped (retained), compacted",
        revkv["compacted"]["retained_bytes"].get<double>());
   line("revkv process RSS (VmRSS), compacted", revkv["compacted"]["rss_bytes"].get<double>());
-  line("revkv process RSS without the evacuation reserve, compacted",
+  line("revkv process RSS without the retained free pages, compacted",
        revkv["compacted"]["rss_bytes"].get<double>() - revkv["compacted"]["retained_bytes"].get<double>());
   line("revkv process RSS growth over the load (VmRSS - VmRSS at start)",
        revkv["compacted"]["rss_bytes"].get<double>() - rss_start);
@@ -204,7 +204,7 @@ void PrintMemory(const json& result, std::FILE* out) {
   const auto ratio = [](double a, double b) { return b > 0 ? a / b : 0.0; };
   std::fprintf(out,
                "ratio revkv / redis: live heap (compacted) / used_memory growth %.2f; RSS / RSS %.2f "
-               "(%.2f without the evacuation reserve)\n",
+               "(%.2f without the retained free pages)\n",
                ratio(revkv["compacted"]["live_heap_bytes"].get<double>(), redis_growth),
                ratio(revkv["compacted"]["rss_bytes"].get<double>(), redis_rss),
                ratio(revkv["compacted"]["rss_bytes"].get<double>() -
