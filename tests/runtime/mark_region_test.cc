@@ -205,6 +205,51 @@ TEST_F(MarkRegionTest, TheHolesOfASweptChunkAreReusedByLaterPromotions) {
   EXPECT_TRUE(ListIsIntact(young, 200));
 }
 
+__attribute__((noinline)) size_t FanNodesInChunk(Root<Fan>& fan, uintptr_t chunk) {
+  size_t n = 0;
+  for (size_t i = 0; i < fan->count; ++i) {
+    const auto a = reinterpret_cast<uintptr_t>(SlotOf(fan, i));
+    if (a >= chunk && a < chunk + kChunkSize) ++n;
+  }
+  return n;
+}
+__attribute__((noinline)) size_t ListNodesInChunk(Root<Node>& head, uintptr_t chunk) {
+  size_t n = 0;
+  for (const Node* node = head.get(); node != nullptr; node = node->left.Load()) {
+    const auto a = reinterpret_cast<uintptr_t>(node);
+    if (a >= chunk && a < chunk + kChunkSize) ++n;
+  }
+  return n;
+}
+
+// A chunk measured sparse whose holes later promotions filled counts as full again (each hole filled is
+// added to its live bytes), so the next collection does not evacuate it for holes it no longer has.
+TEST_F(MarkRegionTest, AChunkWhoseHolesWereFilledIsNotEvacuated) {
+  auto one_in_four = [](size_t i) { return i % 4 == 0; };  // 144-byte holes: three nodes each
+  Root<Fan> old;
+  FillFanOfNodes(old, kFanNodes);
+  ScrubStack();
+  CollectMinor();
+  ScrubStack();
+  CollectMajor();  // measured full
+  DropSlots(old, one_in_four);
+  ScrubStack();
+  CollectMajor();  // swept: a quarter live, a candidate for the next collection as it stands
+  const HiddenAddress node = SlotAddress(old, kFanNodes / 2);
+  Root<Node> young;
+  PromoteNewList(young, 4 * kFanNodes);
+  const uintptr_t chunk = ChunkOf(node);
+  const size_t kept_there = FanNodesInChunk(old, chunk);
+  ASSERT_GE(kept_there, 50u);
+  ASSERT_GE(ListNodesInChunk(young, chunk), 3 * kept_there - 3)
+      << "the holes of the node's chunk were filled";
+  ScrubStack();
+  CollectMajor();
+  EXPECT_TRUE(SlotAddress(old, kFanNodes / 2) == node) << "the refilled chunk was not evacuated";
+  EXPECT_TRUE(FanHoldsItsNodes(old, one_in_four));
+  EXPECT_TRUE(ListIsIntact(young, 4 * kFanNodes));
+}
+
 TEST_F(MarkRegionTest, CompactEverythingEvacuatesChunksASelectiveCollectionKeeps) {
   auto three_in_four = [](size_t i) { return i % 4 != 1; };
   Root<Fan> fan;
