@@ -198,9 +198,13 @@ TEST_F(MarkRegionTest, TheHolesOfASweptChunkAreReusedByLaterPromotions) {
   CollectMajor();  // the dropped nodes become 96-byte holes
   Root<Node> young;
   PromoteNewList(young, 200);
+  // A node a stale stack word pins in the nursery is promoted with its chunk, not copied: the rest are.
+  const uint64_t pinned = LastRecord().pinned_objects;
   const size_t in_holes = NodesInHolesOf(young, old);
-  std::printf("%zu of 200 promoted nodes in the holes\n", in_holes);
-  EXPECT_EQ(in_holes, 200u) << "every promoted node went into a hole of a swept chunk";
+  std::printf("%zu of 200 promoted nodes in the holes (%llu pinned in the nursery)\n", in_holes,
+              static_cast<unsigned long long>(pinned));
+  EXPECT_GE(in_holes + pinned, 200u) << "every copied node went into a hole of a swept chunk";
+  EXPECT_GE(in_holes, 150u);
   EXPECT_TRUE(FanHoldsItsNodes(old, two_of_four));
   EXPECT_TRUE(ListIsIntact(young, 200));
 }
