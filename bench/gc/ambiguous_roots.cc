@@ -144,7 +144,7 @@ int Main(int argc, char** argv) {
   ThreadRegistration registration("bench");
   Root<Cell> head;
   BuildLiveSet(head, a.live_mib << 20);
-  CollectMajor();  // the live set is old now, in evacuated (dense) chunks
+  CollectMajor();  // the live set is old now, in dense chunks
   CollectMajor();
   // Every root word pins the object it points into, so these stay valid across the collections below;
   // the lookup words are drawn again after each collection (unpinned objects move).

@@ -184,8 +184,18 @@ int Main(int argc, char** argv) {
                  "revkv nursery per thread (default: HeapOptions' 4 MiB)");
   bool no_reserve = false;
   app.add_flag("--revkv-no-evacuation-reserve", no_reserve,
-               "revkv: return free pages to the OS after a major collection instead of keeping them for "
-               "the next evacuation (HeapOptions::retain_evacuation_reserve = false)");
+               "revkv: return free pages to the OS after a major collection (the default since major "
+               "collections mark in place; kept so that earlier command lines still run)");
+  bool reserve = false;
+  app.add_flag("--revkv-evacuation-reserve", reserve,
+               "revkv: keep as many free pages mapped after a major collection as the live data uses, for "
+               "the next evacuation (HeapOptions::retain_evacuation_reserve = true)");
+  bool compact = false;
+  app.add_flag(
+      "--revkv-compact", compact,
+      "revkv: every major collection the benchmark asks for compacts (MajorMode::kCompactEverything, "
+      "every live object copied, as before mark-region) instead of marking in place and evacuating "
+      "only sparse chunks");
   app.add_flag("--json", json_stdout, "print JSON on stdout instead of the tables");
   app.add_option("--json-file", json_file, "also write the JSON to this file");
   std::vector<std::string> merge_files;
@@ -204,7 +214,8 @@ int Main(int argc, char** argv) {
   }
   if (live_mib.empty()) live_mib = {16, 64, 128, 256};
   base.revkv_nursery_bytes = nursery_kib * 1024;
-  base.revkv_evacuation_reserve = !no_reserve;
+  base.revkv_evacuation_reserve = reserve && !no_reserve;
+  base.revkv_compact = compact;
   std::vector<Heap> heaps;
   for (const std::string& name : heap_names) {
     std::optional<Heap> h = ParseHeap(name);
@@ -289,7 +300,8 @@ int Main(int argc, char** argv) {
                 {"forced_collections", base.forced_collections},
                 {"garbage_steps_between_forced", base.garbage_steps_between_forced},
                 {"revkv_nursery_bytes", base.revkv_nursery_bytes},
-                {"revkv_evacuation_reserve", base.revkv_evacuation_reserve}}},
+                {"revkv_evacuation_reserve", base.revkv_evacuation_reserve},
+                {"revkv_compact", base.revkv_compact}}},
               {"results", medians},
               {"raw", raw}};
   if (json_stdout) {

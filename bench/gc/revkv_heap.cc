@@ -171,10 +171,12 @@ nlohmann::json RunRegistered(const WorkloadConfig& c) {
   nlohmann::json out;
   RevkvMutator m;
 
+  const runtime::MajorMode mode =
+      c.revkv_compact ? runtime::MajorMode::kCompactEverything : runtime::MajorMode::kSelective;
   SetPhase(Phase::kBuild);
   uint64_t t0 = NowNanos();
   runtime::Root<BenchNode> tree(BuildTree(m, 0, static_cast<int64_t>(c.live_nodes)));
-  runtime::CollectMajor();
+  runtime::CollectMajor(mode);
   out["build_seconds"] = static_cast<double>(NowNanos() - t0) / 1e9;
 
   SetPhase(Phase::kStream);
@@ -198,7 +200,7 @@ nlohmann::json RunRegistered(const WorkloadConfig& c) {
     worker_stream = StreamFor(wm, c.two_thread_seconds, 0, [] {});
   });
   const TimedStream main_stream =
-      StreamFor(m, c.two_thread_seconds, c.force_interval_ms, [] { runtime::CollectMajor(); });
+      StreamFor(m, c.two_thread_seconds, c.force_interval_ms, [mode] { runtime::CollectMajor(mode); });
   {
     runtime::SafeRegion blocked;  // a collection the worker starts must not wait for us
     worker.join();
@@ -218,7 +220,7 @@ nlohmann::json RunRegistered(const WorkloadConfig& c) {
   for (int i = 0; i < c.forced_collections; ++i) {
     StreamSteps(m, static_cast<uint64_t>(i) * c.garbage_steps_between_forced, c.garbage_steps_between_forced);
     t0 = NowNanos();
-    runtime::CollectMajor();
+    runtime::CollectMajor(mode);
     walls.push_back(NowNanos() - t0);
   }
   const std::vector<Record> forced = RecordsOf(Phase::kForced, CollectionKind::kMajor);

@@ -41,8 +41,9 @@ struct WorkloadConfig {
   double force_interval_ms = 0;   // phase threads: 0 disables forced collections
   int forced_collections = 0;     // phase forced
   uint64_t garbage_steps_between_forced = 0;
-  size_t revkv_nursery_bytes = 0;        // 0: HeapOptions' default
-  bool revkv_evacuation_reserve = true;  // HeapOptions::retain_evacuation_reserve
+  size_t revkv_nursery_bytes = 0;         // 0: HeapOptions' default
+  bool revkv_evacuation_reserve = false;  // HeapOptions::retain_evacuation_reserve
+  bool revkv_compact = false;             // major collections in MajorMode::kCompactEverything
 };
 
 // The long-lived tree of `count` nodes numbered from `first`, built bottom-up (depth ~log2(count)).

@@ -58,9 +58,9 @@ CollectorClient* Client() { return g_client.load(std::memory_order_acquire); }
 void SetCollectorClient(CollectorClient* client) { g_client.store(client, std::memory_order_release); }
 void*& ThreadClientState() { return RequireRunningThread("ThreadClientState")->client_state; }
 
-void CollectMajor() {
+void CollectMajor(MajorMode mode) {
   ThreadContext* self = RequireRunningThread("CollectMajor");
-  RunMajorCollection(self, "requested");
+  RunMajorCollection(self, "requested", kAlwaysCollect, mode);
 }
 
 void CollectMinor() {

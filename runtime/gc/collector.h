@@ -45,7 +45,8 @@ void CaptureMutatorStack(MutatorStack* out);
 // (while we waited for the collector mutex), returns without collecting again.
 inline constexpr uint64_t kAlwaysCollect = ~uint64_t{0};
 void RunMajorCollection(ThreadContext* self, const char* reason,
-                        uint64_t unless_generation_past = kAlwaysCollect);
+                        uint64_t unless_generation_past = kAlwaysCollect,
+                        MajorMode mode = MajorMode::kSelective);
 // Major collections completed so far.
 uint64_t MajorGeneration();
 // Runs a minor collection of `self`'s nursery.

@@ -99,10 +99,21 @@ enum class CollectionKind : uint8_t { kMinor = 0, kLocal = 1, kMajor = 2 };
 inline constexpr int kCollectionKinds = 3;
 const char* CollectionKindName(CollectionKind kind);
 
+// What a major collection moves (docs/runtime-heap-gc.md section 7.3).
+enum class MajorMode : uint8_t {
+  // Mark-region: live objects are marked in place; only the old chunks the previous major collection
+  // measured as sparse (live fraction below a threshold), sparsest first and within a copy budget of the
+  // free chunks, are evacuated and freed. What every collection the runtime starts by itself does.
+  kSelective,
+  // Every old chunk is evacuated (only pinned objects stay): afterwards the live data sits in as few
+  // chunks as it can, and whole pages go back to the page space. What Maintenance/Defragment asks for.
+  kCompactEverything,
+};
+
 // Runs a major (stop-the-world) collection now. Blocks until it is done; if another thread is already
 // collecting, waits for that collection and then runs one. Reaches a safepoint. The calling thread
 // must be registered and must not hold STM header locks.
-void CollectMajor();
+void CollectMajor(MajorMode mode = MajorMode::kSelective);
 
 // Runs a minor collection of the calling thread's nursery now. Reaches a safepoint first.
 void CollectMinor();
@@ -162,6 +173,9 @@ struct CollectionRecord {
   uint64_t pinned_bytes;
   uint64_t revisions_freed;   // major: old revisions that did not survive
   uint64_t chains_collapsed;  // major: references redirected to a newer revision
+  uint64_t chunks_evacuated;  // major: old chunks chosen for evacuation (bytes_copied is what left them)
+  uint64_t bytes_marked;      // major: bytes of old objects found live and kept where they are
+  uint64_t objects_marked;    // major: old objects found live and kept where they are
   uint32_t threads;           // registered threads (major)
   std::string reason;
 };

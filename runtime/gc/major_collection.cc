@@ -1,22 +1,32 @@
-// The major collection: stop-the-world, mostly-copying (seed 003's "sketch of (major) garbage
-// collection", steps 1-9, with seed 000's global/local split and DESIGN 2.3's revision chains).
+// The major collection: stop-the-world mark-region with selective evacuation (Immix-style
+// defragmentation over seed 003's mostly-copying collector, with seed 000's global/local split and
+// DESIGN 2.3's revision chains).
 //
-//  1. Stop the world; retire every thread's allocation regions so all chunks parse; condemn every
-//     old chunk (from-space).
+//  1. Stop the world; retire every thread's allocation regions so all chunks parse. Choose the
+//     evacuation candidates among the old chunks (Condemn): the chunks the previous major collection
+//     left sparse (live bytes below kEvacuateBelowLiveBytes), sparsest first, as long as their live
+//     bytes fit in the free chunks (the copy budget). Chunks taken since the previous collection have
+//     no measure and are never candidates. In MajorMode::kCompactEverything every old chunk is a
+//     candidate. Every other old chunk is marked in place; its mark bits (mark_bits.h) are cleared.
 //  2. Ambiguous roots: each registered thread's stack from its published top to its base, and its
-//     saved registers. An ambiguous word into a condemned chunk pins the object it points into
-//     (interior pointers included); into a large object, marks it. Nothing it points to moves.
+//     saved registers. An ambiguous word into a candidate chunk pins the object it points into
+//     (interior pointers included); into a chunk marked in place or a large object, marks it. Nothing
+//     it points to moves.
 //  3. Precise roots: the global root table, every Root<T>, every nursery (scanned in place: objects
 //     in a nursery never move during a major collection), and every thread's transaction state
 //     through the CollectorClient — relocated *exactly*, never along a chain.
-//  4. Evacuation: unpinned objects reachable from the roots are copied into fresh chunks, leaving a
-//     forwarding address; to-space is scanned in allocation order (Cheney), pinned and large objects
+//  4. One trace: an unpinned object of a candidate chunk is copied into a fresh chunk, leaving a
+//     forwarding address; an object of a chunk marked in place gets its mark bit and adds its size to
+//     its chunk's live bytes. To-space is scanned in allocation order (Cheney), objects that stay
 //     from a stack. Heap references to a revisioned object are first collapsed along its chain to the
 //     newest revision whose commit time is at most the snapshot horizon (CollapseChain below: the one
 //     place where revision chains are shortened by the collector).
-//  5. Sweep: condemned chunks without pinned objects are freed; pinned chunks keep their pinned
-//     objects, the rest of them becomes filler that allocation reuses; unmarked large objects are
-//     freed; empty pages go back to the page space.
+//  5. Sweep (in the pause): candidate chunks without pinned objects are freed; pinned chunks keep
+//     their pinned objects; a chunk marked in place keeps its marked objects, the gaps between them
+//     become filler and the object-start map forgets the dead ones (or the chunk is freed if nothing
+//     in it was marked); chunks with holes go to the hole list that old-space allocation reuses;
+//     unmarked large objects are freed; empty pages go back to the page space. Every kept old chunk
+//     records its live bytes, the next collection's measure.
 // The remembered sets (old-to-nursery slots) are rebuilt while scanning, since the slots move.
 #include <algorithm>
 #include <cstdio>
@@ -27,6 +37,7 @@
 #include "runtime/gc/collector.h"
 #include "runtime/gc/roots.h"
 #include "runtime/gc/scan_queue.h"
+#include "runtime/heap/mark_bits.h"
 #include "runtime/heap/object_format.h"
 #include "runtime/heap/object_starts.h"
 #include "runtime/heap/page_space.h"
@@ -38,13 +49,19 @@ namespace revkv::runtime {
 
 namespace {
 constexpr size_t kMinHoleBytes = 64;
+// A chunk whose last measured live bytes are below this (half a chunk) is an evacuation candidate.
+// Sparser chunks cost less to copy and give more back; a chunk just above it stays in place with its
+// holes reused by old-space allocation, so at steady state an old chunk holds at least about half a
+// chunk of live data or is about to be evacuated.
+constexpr uint32_t kEvacuateBelowLiveBytes = kChunkSize / 2;
 uint64_t g_nonhead_survivors = 0;   // collector mutex
 uint64_t g_superseded_at_last = 0;  // collector mutex
 }  // namespace
 
 class MajorCollector final : public Relocator {
  public:
-  MajorCollector(ThreadContext* self, const char* reason) : self_(self), reason_(reason) {}
+  MajorCollector(ThreadContext* self, const char* reason, MajorMode mode)
+      : self_(self), reason_(reason), mode_(mode) {}
 
   // Collects; `stack` holds the collecting thread's own ambiguous roots (see MutatorStack). Returns what
   // the collection did (recorded by the caller once the collector mutex is released, so listeners never
@@ -75,7 +92,9 @@ class MajorCollector final : public Relocator {
     ScanPreciseRoots(registry);
     queue_.Drain([this](Object* o) { Scan(o); });
     Sweep();
+    for (ThreadContext* t : registry.threads()) t->heap.ReturnUnusedNurseryChunks();
     PageSpace::Get().RebuildAfterCollection();
+    for (ThreadContext* t : registry.threads()) t->heap.TopUpNurseryLow();
     if (HeapVerificationEnabled()) VerifyHeapAfterMajorCollection(registry.threads());
     PageSpace::Get().SetPinnedFigures(pinned_bytes_, pinned_chunks_.size());
     const size_t after = PageSpace::Get().InUseBytes();
@@ -96,6 +115,9 @@ class MajorCollector final : public Relocator {
     r.pinned_chunks = pinned_chunks_.size();
     r.pinned_bytes = pinned_bytes_;
     r.chains_collapsed = chains_collapsed_;
+    r.chunks_evacuated = chunks_evacuated_;
+    r.bytes_marked = bytes_marked_;
+    r.objects_marked = objects_marked_;
     r.revisions_freed = RevisionsFreed();
     r.threads = static_cast<uint32_t>(registry.threads().size());
     r.reason = reason_;
@@ -108,19 +130,50 @@ class MajorCollector final : public Relocator {
 
  private:
   // ----- step 1 -----
+  // Chooses the candidates (kChunkCondemned) and the chunks marked in place (kChunkMarkInPlace) among
+  // the old chunks; see the file comment.
   void Condemn() {
+    struct Measured {
+      uint32_t live;
+      char* chunk;
+    };
+    std::vector<Measured> sparse;
     for (PageHeader* page : PageSpace::Get().SmallPages()) {
       const size_t fresh =
           std::min<size_t>(page->next_fresh_chunk.load(std::memory_order_relaxed), kChunksPerPage);
       for (size_t i = 1; i < fresh; ++i) {
         ChunkInfo& info = page->chunk[i];
         info.gc_flags = 0;
-        if (page->chunk_kind[i].load(std::memory_order_relaxed) == ChunkKind::kOld) {
-          info.gc_flags = kChunkCondemned;
-          info.has_holes = 0;
-          info.pinned_bytes = 0;
+        if (page->chunk_kind[i].load(std::memory_order_relaxed) != ChunkKind::kOld) continue;
+        info.has_holes = 0;
+        info.pinned_bytes = 0;
+        info.gc_flags = kChunkMarkInPlace;
+        ClearChunkMarks(page->ChunkStart(i));
+        if (mode_ == MajorMode::kCompactEverything) {
+          sparse.push_back({0, page->ChunkStart(i)});
+        } else if (info.live_bytes != kNoLiveStats && info.live_bytes < kEvacuateBelowLiveBytes) {
+          sparse.push_back({info.live_bytes, page->ChunkStart(i)});
         }
+        info.live_bytes = 0;  // counted again while marking
       }
+    }
+#ifdef REVKV_MUTATION_NO_EVACUATION
+    sparse.clear();  // mutation test: every old chunk is marked in place, nothing is evacuated
+#endif
+    // Sparsest first, within the copy budget: the free chunks the heap still has. Copies fill their
+    // to-space chunks up to the last object that fits, so the budget keeps an eighth in hand; an object
+    // that finds no to-space after all is pinned (AllocateToSpace), never lost.
+    std::sort(sparse.begin(), sparse.end(), [](const Measured& a, const Measured& b) {
+      return a.live != b.live ? a.live < b.live : a.chunk < b.chunk;
+    });
+    const size_t capacity = PageSpace::Get().FreeChunkCapacity() * kChunkSize;
+    const size_t budget = mode_ == MajorMode::kCompactEverything ? SIZE_MAX : capacity - capacity / 8;
+    size_t planned = 0;
+    for (const Measured& m : sparse) {
+      if (planned + m.live > budget) break;
+      planned += m.live;
+      ChunkInfoOf(m.chunk).gc_flags = kChunkCondemned;
+      ++chunks_evacuated_;
     }
   }
 
@@ -148,6 +201,8 @@ class MajorCollector final : public Relocator {
     const ChunkKind kind = ChunkKindOf(o);
     if (kind == ChunkKind::kLargeHead) {
       MarkLarge(o);
+    } else if (kind == ChunkKind::kOld && (ChunkInfoOf(o).gc_flags & kChunkMarkInPlace)) {
+      MarkInPlace(o, ChunkInfoOf(o));  // stays where it is anyway
     } else if (kind == ChunkKind::kOld && (ChunkInfoOf(o).gc_flags & kChunkCondemned)) {
 #ifdef REVKV_MUTATION_NO_PINNING
       // mutation test: an ambiguous root keeps its object alive like a precise one, but it moves
@@ -169,6 +224,16 @@ class MajorCollector final : public Relocator {
       info.gc_flags |= kChunkHasPinned;
       pinned_chunks_.push_back(chunk);
     }
+  }
+
+  // An object of a chunk marked in place: found live once, scanned once.
+  void MarkInPlace(Object* o, ChunkInfo& info) {
+    if (!SetMark(o)) return;
+    const uint32_t size = o->size();
+    info.live_bytes += size;
+    bytes_marked_ += size;
+    ++objects_marked_;
+    queue_.PushInPlace(o);
   }
 
   void MarkLarge(Object* o) {
@@ -205,9 +270,14 @@ class MajorCollector final : public Relocator {
   }
 
   // ----- step 4 -----
-  // The address of `o` after this collection, copying it if it is in from-space and not pinned.
+  // The address of `o` after this collection: copied if it is in a candidate chunk and not pinned,
+  // marked where it is if its chunk is marked in place.
   Object* Evacuate(Object* o) {
     ChunkInfo& info = ChunkInfoOf(o);
+    if (info.gc_flags & kChunkMarkInPlace) {
+      MarkInPlace(o, info);
+      return o;
+    }
     if (info.gc_flags & kChunkCondemned) {
       const uint16_t f = o->flags();
       if (f & kForwarded) return reinterpret_cast<Object*>(o->h_revision.load(std::memory_order_relaxed));
@@ -327,12 +397,15 @@ class MajorCollector final : public Relocator {
         to_cursor_ = to_limit_ = nullptr;
         return nullptr;
       }
+      ChunkInfoOf(chunk).live_bytes = 0;  // counted as copies arrive: this collection's measure
       to_cursor_ = chunk;
       to_limit_ = chunk + kChunkSize;
     }
     char* p = to_cursor_;
     to_cursor_ += size;
     NoteObjectStart(p);
+    SetMark(p);  // a copy is live: after the collection every old chunk's marks equal its starts
+    ChunkInfoOf(p).live_bytes += static_cast<uint32_t>(size);
     return p;
   }
 
@@ -348,6 +421,8 @@ class MajorCollector final : public Relocator {
 #ifndef REVKV_MUTATION_NO_FREEING  // mutation test: evacuated chunks and dead large objects stay
           space.SetChunkKind(page->ChunkStart(i), ChunkKind::kFree);
 #endif
+        } else if (info.gc_flags & kChunkMarkInPlace) {
+          SweepInPlace(page->ChunkStart(i));
         }
         info.gc_flags = 0;
       }
@@ -367,6 +442,37 @@ class MajorCollector final : public Relocator {
     }
   }
 
+  // A chunk marked in place keeps its marked objects where they are; each gap between them (dead
+  // objects and old fillers) becomes one filler, the fringe moves back to the end of the last marked
+  // object, and the object-start map keeps only the marked starts. A chunk with nothing marked is freed.
+  // Reads the headers of the marked objects only.
+  void SweepInPlace(char* chunk) {
+    ChunkInfo& info = ChunkInfoOf(chunk);
+    if (info.live_bytes == 0) {
+#ifndef REVKV_MUTATION_NO_FREEING
+      PageSpace::Get().SetChunkKind(chunk, ChunkKind::kFree);
+#endif
+      return;
+    }
+    const uint64_t* marks = ChunkMarkWords(chunk);
+#ifndef REVKV_MUTATION_NO_SWEEP  // mutation test: dead objects of kept chunks stay as they are
+    if (std::memcmp(marks, ChunkStartWords(chunk), kStartWordsPerChunk * sizeof(uint64_t)) != 0) {
+      char* live_end = chunk;
+      for (size_t w = 0; w < kStartWordsPerChunk; ++w) {
+        for (uint64_t m = marks[w]; m != 0; m &= m - 1) {
+          char* p = chunk + (w * 64 + static_cast<size_t>(__builtin_ctzll(m))) * kObjectAlignment;
+          if (p > live_end) HeaderAccess::InitFiller(live_end, static_cast<size_t>(p - live_end));
+          live_end = p + SizeAt(p);
+        }
+      }
+      info.fringe = live_end;
+      RetainChunkObjectStarts(chunk, marks);
+    }
+#endif
+    const size_t used = static_cast<size_t>(info.fringe - chunk);
+    info.has_holes = used - info.live_bytes >= kMinHoleBytes || kChunkSize - used >= kMinHoleBytes;
+  }
+
   // A pinned chunk keeps its pinned objects where they are; everything between them becomes filler
   // (seed 003 step 8: "pinned chunks ... so that future allocation can work around them").
   void KeepPinnedObjects(char* chunk) {
@@ -383,6 +489,7 @@ class MajorCollector final : public Relocator {
       if (!IsFiller(p) && (o->flags() & kPinned)) {
         o->ClearFlags(kPinned);
         NoteObjectStart(p);
+        SetMark(p);
         if (hole != nullptr) {
           HeaderAccess::InitFiller(hole, static_cast<size_t>(p - hole));
           has_holes |= static_cast<size_t>(p - hole) >= kMinHoleBytes;
@@ -397,6 +504,7 @@ class MajorCollector final : public Relocator {
     }
     info.fringe = live_end;
     info.pinned_bytes = kept;
+    info.live_bytes = kept;
     info.has_holes = has_holes || (chunk + kChunkSize - live_end) >= static_cast<ptrdiff_t>(kMinHoleBytes);
     pinned_bytes_ += kept;
   }
@@ -422,6 +530,7 @@ class MajorCollector final : public Relocator {
 
   ThreadContext* self_;
   const char* reason_;
+  const MajorMode mode_;
   CollectorClient* client_ = nullptr;
   uint64_t horizon_ = 0;
   ScanQueue queue_;
@@ -434,6 +543,9 @@ class MajorCollector final : public Relocator {
   uint64_t pinned_objects_ = 0;
   uint64_t pinned_bytes_ = 0;
   uint64_t chains_collapsed_ = 0;
+  uint64_t chunks_evacuated_ = 0;
+  uint64_t bytes_marked_ = 0;
+  uint64_t objects_marked_ = 0;
   uint64_t nonhead_survivors_ = 0;
 };
 
@@ -445,7 +557,8 @@ uint64_t MajorGeneration() { return g_major_generation.load(std::memory_order_ac
 
 namespace {
 __attribute__((noinline)) void CollectMajorFrom(ThreadContext* self, const char* reason,
-                                                uint64_t unless_generation_past, const MutatorStack& stack) {
+                                                uint64_t unless_generation_past, MajorMode mode,
+                                                const MutatorStack& stack) {
   std::mutex& mu = CollectorMutex();
   if (!mu.try_lock()) {
     // Another thread is collecting: wait for it without holding up its stop-the-world.
@@ -457,7 +570,7 @@ __attribute__((noinline)) void CollectMajorFrom(ThreadContext* self, const char*
     mu.unlock();  // someone collected while we waited: that is the collection we wanted
     return;
   }
-  MajorCollector collector(self, reason);
+  MajorCollector collector(self, reason, mode);
   const CollectionRecord record = collector.Run(stack);
   g_major_generation.fetch_add(1, std::memory_order_release);
   mu.unlock();
@@ -467,10 +580,11 @@ __attribute__((noinline)) void CollectMajorFrom(ThreadContext* self, const char*
 
 // Captures the collecting thread's roots before any frame of the collector exists (see MutatorStack).
 // Waiting for the collector mutex in a safe region publishes a deeper stack top; Run puts this one back.
-void RunMajorCollection(ThreadContext* self, const char* reason, uint64_t unless_generation_past) {
+void RunMajorCollection(ThreadContext* self, const char* reason, uint64_t unless_generation_past,
+                        MajorMode mode) {
   MutatorStack stack;
   CaptureMutatorStack(&stack);
-  CollectMajorFrom(self, reason, unless_generation_past, stack);  // not inlined: its frames lie below
+  CollectMajorFrom(self, reason, unless_generation_past, mode, stack);  // not inlined: its frames lie below
 }
 
 }  // namespace revkv::runtime

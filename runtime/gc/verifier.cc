@@ -16,6 +16,10 @@
 //    survivors only: none of their slots may point into the nursery just emptied (the remembered set is
 //    empty now, so such a slot would be an unremembered old-to-nursery pointer, and dangling), and no
 //    h_revision is a lock value.
+//  - Mark-region (runtime/heap/mark_bits.h): after a major collection, the mark bits of every old chunk
+//    equal its object starts (every object left in an old chunk was marked, pinned or copied by this
+//    collection: no dead object was left unswept), a chunk of any other kind has no mark bit, and an
+//    old chunk's live bytes (the next collection's measure) are the bytes of the objects it holds.
 //  - The object-start map (runtime/heap/object_starts.h) agrees with a linear parse: after a major
 //    collection in every chunk of every small-object page (CheckObjectStartMaps); after a minor or local
 //    collection in the chunks it promoted in place, in the emptied nursery (no bit left) and at every
@@ -41,6 +45,7 @@
 
 #include "absl/strings/str_format.h"
 #include "runtime/gc/collector.h"
+#include "runtime/heap/mark_bits.h"
 #include "runtime/heap/object_format.h"
 #include "runtime/heap/object_starts.h"
 #include "runtime/heap/page_space.h"
@@ -158,6 +163,39 @@ void InitHeapVerification() {
 
 bool HeapVerificationEnabled() { return g_verify_heap.load(std::memory_order_relaxed); }
 
+namespace {
+// The mark-region invariants after a major collection (file comment); run after CheckObjectStartMaps,
+// so an old chunk's starts are its parsed objects.
+void CheckMarkRegion() {
+  for (PageHeader* page : PageSpace::Get().SmallPages()) {
+    for (size_t i = 1; i < kChunksPerPage; ++i) {
+      char* chunk = page->ChunkStart(i);
+      const uint64_t* marks = ChunkMarkWords(chunk);
+      if (page->chunk_kind[i].load(std::memory_order_relaxed) != ChunkKind::kOld) {
+        if (ChunkHasMarks(chunk)) Fail("a chunk that is not old has mark bits", nullptr, chunk, 0);
+        continue;
+      }
+      const uint64_t* starts = ChunkStartWords(chunk);
+      for (size_t w = 0; w < kStartWordsPerChunk; ++w) {
+        if (marks[w] == starts[w]) continue;
+        const uint64_t diff = marks[w] ^ starts[w];
+        const size_t bit = w * 64 + static_cast<size_t>(__builtin_ctzll(diff));
+        char* at = chunk + bit * kObjectAlignment;
+        Fail((starts[w] >> (bit % 64)) & 1 ? "an unmarked object is left in an old chunk after the sweep"
+                                           : "a mark bit where no object starts",
+             at, chunk, 0);
+      }
+      size_t bytes = 0;
+      ForEachObjectInChunk(chunk, page->chunk[i].fringe, [&](Object* o) { bytes += o->size(); });
+      if (page->chunk[i].live_bytes != bytes) {
+        Fail("an old chunk's live bytes are not the bytes of its objects", nullptr, chunk,
+             page->chunk[i].live_bytes);
+      }
+    }
+  }
+}
+}  // namespace
+
 void VerifyHeapAfterMajorCollection(const std::vector<ThreadContext*>& threads) {
   PageSpace& space = PageSpace::Get();
   // Kept between collections (the world is stopped and collections are serialized, so one user at a
@@ -185,6 +223,7 @@ void VerifyHeapAfterMajorCollection(const std::vector<ThreadContext*>& threads) 
   if (const std::string error = CheckObjectStartMaps(); !error.empty()) {
     Fail(error.c_str(), nullptr, nullptr, 0);
   }
+  CheckMarkRegion();
   std::sort(objects.begin(), objects.end());  // the set of object starts, for binary search
   for (ThreadContext* t : threads) {
     remembered.insert(remembered.end(), t->heap.remembered().begin(), t->heap.remembered().end());

@@ -280,12 +280,13 @@ struct HeapOptions {
   size_t min_major_trigger_bytes = size_t{64} << 20;  // no major collection below this much in use
   double major_growth_factor = 2.0;                   // next major when in-use bytes reach live * factor
   size_t retained_free_pages = 4;                     // free pages always kept committed
-  // After a major collection, also keep committed as many free pages as the live small-object pages
-  // (capped by the maximum): the next major collection evacuates into them instead of faulting in
-  // fresh zeroed pages, which on a 256 MiB live set is most of its pause (docs/benchmarks.md). The
-  // resident size between collections then stays near its peak during one, which it reaches anyway.
-  // false: free pages beyond `retained_free_pages` go back to the OS at once.
-  bool retain_evacuation_reserve = true;
+  // true: after a major collection, also keep committed as many free pages as the live small-object
+  // pages (capped by the maximum), so that a later evacuation copies into pages already mapped. Worth it
+  // only when collections copy the whole live set (MajorMode::kCompactEverything); a selective
+  // collection (the default, docs/runtime-heap-gc.md 7.3) copies only its sparse chunks, and the
+  // reserve would keep the resident size near twice the live data for nothing.
+  // false (default): free pages beyond `retained_free_pages` go back to the OS at once.
+  bool retain_evacuation_reserve = false;
 };
 
 // Starts the runtime with `options`. The first call wins; later calls return the options in effect.

@@ -68,6 +68,16 @@ inline void ClearChunkObjectStarts(char* chunk) {
   std::memset(ChunkStartWords(chunk), 0, kStartWordsPerChunk * sizeof(uint64_t));
 }
 
+// Keeps only the object starts of the chunk at `chunk` whose bit is set in `keep` (the chunk's 32 words
+// of another map, e.g. its mark bits): the objects left out died and lie under filler now.
+inline void RetainChunkObjectStarts(char* chunk, const uint64_t* keep) {
+#ifdef REVKV_MUTATION_STALE_OBJECT_STARTS
+  return;  // mutation test: the map keeps the starts of objects that died or were overwritten
+#endif
+  uint64_t* words = ChunkStartWords(chunk);
+  for (size_t i = 0; i < kStartWordsPerChunk; ++i) words[i] &= keep[i];
+}
+
 // The start of the last object noted at or before `addr` in the chunk holding `addr`, or nullptr if
 // none is. Looks at no more than the chunk's 32 words.
 inline char* LastObjectStartAtOrBefore(uintptr_t addr) {

@@ -40,7 +40,11 @@ enum ChunkGcFlag : uint8_t {
   kChunkCondemned = 1u << 0,     // from-space of the running major collection
   kChunkHasPinned = 1u << 1,     // holds objects that stay in place in the running collection
   kChunkQueuedPinned = 1u << 2,  // already on the running collection's list of such chunks
+  kChunkMarkInPlace = 1u << 3,   // old chunk the running major collection marks in place and sweeps
 };
+
+// ChunkInfo::live_bytes of a chunk no major collection has measured yet (taken since the last one).
+inline constexpr uint32_t kNoLiveStats = ~uint32_t{0};
 
 struct ChunkInfo {
   char* fringe;           // end of parseable data (invariant 1)
@@ -49,6 +53,10 @@ struct ChunkInfo {
   uint16_t owner;         // thread index of the owner (nursery and allocation chunks)
   uint8_t gc_flags;       // ChunkGcFlag
   uint8_t has_holes;      // a kOld chunk with filler holes that allocation may reuse
+  // kOld: bytes of the objects the last major collection left here (marked, pinned or copied), the
+  // figure the next one chooses its evacuation candidates by; kNoLiveStats if the chunk was taken or
+  // reused for allocation since (no measure yet: never a candidate).
+  uint32_t live_bytes;
 };
 
 struct PageHeader {

@@ -6,6 +6,7 @@
 #include <cstdlib>
 #include <cstring>
 
+#include "runtime/heap/mark_bits.h"
 #include "runtime/heap/object_starts.h"
 #include "runtime/port/diagnostics.h"
 #include "runtime/port/port.h"
@@ -66,8 +67,9 @@ bool PageSpace::ReserveSegmentLocked() {
   const size_t bytes = segment_pages_ * kPageSize;
   void* base = port::ReserveAligned(bytes, kPageSize);
   if (base == nullptr) return false;
-  // Zero until touched, like the pages; a page's part is touched as objects are noted in it.
-  void* starts = port::ReserveAligned(segment_pages_ * kStartBytesPerPage, 4096);
+  // Zero until touched, like the pages; a page's part (object starts and mark bits, mark_bits.h) is
+  // touched as objects are noted and marked in it.
+  void* starts = port::ReserveAligned(segment_pages_ * kSideBytesPerPage, 4096);
   if (starts == nullptr) {
     port::ReleaseReservation(base, bytes);
     return false;
@@ -119,7 +121,7 @@ void PageSpace::ReturnPageLocked(PageHeader* page) {
     warm_pages_.push_back(page);
     warm_page_count_.store(warm_pages_.size(), std::memory_order_relaxed);
   } else {
-    port::Decommit(page->object_starts, kStartBytesPerPage);  // all clear: every chunk is free
+    port::Decommit(page->object_starts, kSideBytesPerPage);  // all clear: every chunk is free
     port::Decommit(page, kPageSize);
     cold_pages_.push_back(page);
   }
@@ -131,7 +133,7 @@ uint64_t* PageSpace::ObjectStartsOfLocked(const PageHeader* page) const {
   for (int i = 0; i < n; ++i) {
     const uintptr_t base = segments_[i].base.load(std::memory_order_relaxed);
     if (a >= base && a < segments_[i].end.load(std::memory_order_relaxed)) {
-      return segments_[i].object_starts + (a - base) / kPageSize * kStartWordsPerPage;
+      return segments_[i].object_starts + (a - base) / kPageSize * kSideWordsPerPage;
     }
   }
   port::Fatal("revkv runtime: page %p is in no segment", static_cast<const void*>(page));
@@ -145,6 +147,7 @@ void PageSpace::InitChunk(PageHeader* page, size_t index, ChunkKind kind, uint16
   info.owner = owner;
   info.gc_flags = 0;
   info.has_holes = 0;
+  info.live_bytes = kNoLiveStats;
   page->chunk_kind[index].store(kind, std::memory_order_relaxed);
   chunks_by_kind_[KindIndex(kind)].fetch_add(1, std::memory_order_relaxed);
 }
@@ -186,12 +189,28 @@ char* PageSpace::AcquireChunkSlow(ChunkKind kind, uint16_t owner) {
   }
 }
 
+char* PageSpace::AcquireLowChunk(ChunkKind kind, uint16_t owner) {
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    if (!free_chunks_.empty()) {  // sorted highest first: the back is the lowest
+      char* chunk = free_chunks_.back();
+      free_chunks_.pop_back();
+      InitChunk(PageOf(chunk), ChunkIndexOf(chunk), kind, owner);
+      return chunk;
+    }
+  }
+  return AcquireChunk(kind, owner);
+}
+
 void PageSpace::SetChunkKind(char* chunk, ChunkKind kind) {
   PageHeader* page = PageOf(chunk);
   const size_t index = ChunkIndexOf(chunk);
   const ChunkKind old = page->chunk_kind[index].load(std::memory_order_relaxed);
-  // A chunk becoming free holds no object any more (object_starts.h).
-  if (kind == ChunkKind::kFree && page->kind == PageKind::kSmall) ClearChunkObjectStarts(chunk);
+  // A chunk becoming free holds no object any more (object_starts.h) and no mark (mark_bits.h).
+  if (kind == ChunkKind::kFree && page->kind == PageKind::kSmall) {
+    ClearChunkObjectStarts(chunk);
+    ClearChunkMarks(chunk);
+  }
   chunks_by_kind_[KindIndex(old)].fetch_sub(1, std::memory_order_relaxed);
   chunks_by_kind_[KindIndex(kind)].fetch_add(1, std::memory_order_relaxed);
   page->chunk_kind[index].store(kind, std::memory_order_relaxed);
@@ -210,7 +229,7 @@ char* PageSpace::TakeHoleChunk(uint16_t owner) {
   hole_chunks_.pop_back();
   ChunkInfo& info = ChunkInfoOf(chunk);
   info.owner = owner;
-  info.has_holes = 0;
+  info.has_holes = 0;  // live_bytes stays: ThreadHeap adds each hole it fills (CountHoleAsLive)
   return chunk;
 }
 
@@ -324,7 +343,7 @@ void PageSpace::RebuildAfterCollection() {
   while (warm_pages_.size() > RetentionLimitLocked()) {  // the live set shrank
     PageHeader* page = warm_pages_.back();
     warm_pages_.pop_back();
-    port::Decommit(page->object_starts, kStartBytesPerPage);
+    port::Decommit(page->object_starts, kSideBytesPerPage);
     port::Decommit(page, kPageSize);
     cold_pages_.push_back(page);
   }
@@ -352,6 +371,19 @@ void PageSpace::RebuildAfterCollection() {
   }
   // Reuse low addresses first.
   std::sort(free_chunks_.begin(), free_chunks_.end(), std::greater<>());
+}
+
+size_t PageSpace::FreeChunkCapacity() const {
+  std::lock_guard<std::mutex> lock(mu_);
+  size_t chunks = free_chunks_.size();
+  if (PageHeader* page = current_.load(std::memory_order_relaxed)) {
+    const size_t fresh = page->next_fresh_chunk.load(std::memory_order_relaxed);
+    if (fresh < kChunksPerPage) chunks += kChunksPerPage - fresh;
+  }
+  const size_t max_pages = max_pages_.load(std::memory_order_relaxed);
+  const size_t in_use = pages_in_use_.load(std::memory_order_relaxed);
+  if (max_pages > in_use) chunks += (max_pages - in_use) * (kChunksPerPage - 1);
+  return chunks;
 }
 
 void PageSpace::SetPinnedFigures(size_t pinned_bytes, size_t pinned_chunks) {

@@ -44,6 +44,10 @@ class PageSpace {
   // Takes a free chunk of a small-object page and gives it `kind` and `owner`; its fringe is its start.
   // Returns nullptr when the heap is at its maximum. May set the "major collection wanted" poll bit.
   char* AcquireChunk(ChunkKind kind, uint16_t owner);
+  // AcquireChunk, but the lowest free chunk of a page in use first, before the current page's fresh
+  // ones: for chunks that will not move for long (a nursery's), kept beside the live data so that they
+  // do not hold emptier pages in use.
+  char* AcquireLowChunk(ChunkKind kind, uint16_t owner);
   // Changes the kind of a chunk the caller owns (or any chunk, with the world stopped).
   void SetChunkKind(char* chunk, ChunkKind kind);
   // Gives back a chunk the caller owns and nothing references.
@@ -80,6 +84,9 @@ class PageSpace {
   // pages) and resets the current page.
   void RebuildAfterCollection();
   void SetPinnedFigures(size_t pinned_bytes, size_t pinned_chunks);
+  // Chunks a major collection could still take for its to-space: the free chunks of in-use small pages,
+  // the fresh ones of the current page, and every chunk of the pages the maximum still allows.
+  size_t FreeChunkCapacity() const;
   void SetNextMajorTrigger(size_t in_use_bytes) { next_major_trigger_.store(in_use_bytes); }
   // While deferred (a count > 0), growth triggers a major collection only at 7/8 of the maximum.
   // Thread-safe.

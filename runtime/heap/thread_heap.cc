@@ -12,8 +12,6 @@ namespace revkv::runtime {
 std::atomic<uint64_t> g_bytes_allocated{0};
 
 namespace {
-// Holes smaller than this are not worth allocating into.
-constexpr size_t kMinHoleBytes = 64;
 // Debug builds fill a reset nursery with this byte, so a stale pointer into it fails loudly.
 constexpr int kPoisonByte = 0xDB;
 }  // namespace
@@ -142,6 +140,28 @@ void ThreadHeap::ResetNursery() {
   nursery_.to_chunk_end = true;
 }
 
+void ThreadHeap::ReturnUnusedNurseryChunks() {
+  if (nursery_.cursor == nullptr || nursery_chunks_.empty()) return;
+  while (nursery_chunks_.size() > nursery_index_ + 1) {
+    char* chunk = nursery_chunks_.back();
+    nursery_chunks_.pop_back();
+    // Nothing was allocated in it since the reset that cleared its fringe and its object starts.
+    PageSpace::Get().SetChunkKind(chunk, ChunkKind::kFree);
+    sorted_nursery_stale_ = true;
+  }
+}
+
+void ThreadHeap::TopUpNurseryLow() {
+  if (nursery_.cursor == nullptr || nursery_chunks_.empty()) return;
+  const uint16_t owner = ChunkInfoOf(nursery_chunks_[0]).owner;
+  while (nursery_chunks_.size() < nursery_target_chunks_) {
+    char* chunk = PageSpace::Get().AcquireLowChunk(ChunkKind::kNursery, owner);
+    if (chunk == nullptr) break;
+    nursery_chunks_.push_back(chunk);
+    sorted_nursery_stale_ = true;
+  }
+}
+
 const std::vector<char*>& ThreadHeap::SortedNurseryChunks() {
   if (sorted_nursery_stale_) {
     sorted_nursery_chunks_ = nursery_chunks_;
@@ -180,6 +200,16 @@ void ThreadHeap::ReleaseNursery() {
   DropOldRegion();
 }
 
+// The chunk's live bytes (ChunkInfo::live_bytes, measured by the last major collection) grow by the
+// whole hole about to be filled: the next major collection chooses its candidates by them, and a chunk
+// whose holes were filled is no longer as sparse as it was measured. Counting the whole hole is an upper
+// bound (what is left of it becomes filler), so a filled chunk is never evacuated for holes it no
+// longer has.
+void ThreadHeap::CountHoleAsLive(size_t bytes) {
+  ChunkInfo& info = ChunkInfoOf(hole_chunk_);
+  if (info.live_bytes != kNoLiveStats) info.live_bytes += static_cast<uint32_t>(bytes);
+}
+
 bool ThreadHeap::NextHole(size_t size) {
   char* chunk_end = hole_chunk_ + kChunkSize;
   char* fringe = ChunkInfoOf(hole_chunk_).fringe;
@@ -187,14 +217,19 @@ bool ThreadHeap::NextHole(size_t size) {
     char* p = hole_scan_;
     const size_t n = SizeAt(p);
     hole_scan_ += n;
-    if (IsFiller(p) && n >= std::max(size, kMinHoleBytes)) {
+    // Any filler the object fits: the sweep of a chunk marked in place leaves holes of one dead object,
+    // which an object of the same size fills exactly (refusing holes under 64 bytes left a heap of
+    // 48-byte nodes at 1.6 times its live data, MarkRegionMemoryTest).
+    if (IsFiller(p) && n >= size) {
       old_.cursor = p;
       old_.limit = p + n;
       old_.to_chunk_end = false;
+      CountHoleAsLive(n);
       return true;
     }
   }
   if (hole_scan_ == fringe && static_cast<size_t>(chunk_end - fringe) >= size) {
+    CountHoleAsLive(static_cast<size_t>(chunk_end - fringe));
     hole_scan_ = chunk_end;
     old_.cursor = fringe;
     old_.limit = chunk_end;

@@ -93,6 +93,13 @@ class ThreadHeap {
   void PromoteNurseryChunk(char* chunk, uint16_t owner);
   // Returns the nursery chunks to the page space (thread exit; the nursery must hold nothing live).
   void ReleaseNursery();
+  // Major collection (world stopped): gives the chunks after the cursor's chunk, which hold nothing
+  // since the last reset, back to the page space, and after the page space's rebuild takes as many
+  // again, the lowest free chunks first (PageSpace::AcquireLowChunk). A nursery chunk never moves while
+  // it holds objects, so without this the chunks promotions took as replacements stay wherever they
+  // were taken and keep otherwise empty pages in use.
+  void ReturnUnusedNurseryChunks();
+  void TopUpNurseryLow();
 
   const std::vector<char*>& nursery_chunks() const { return nursery_chunks_; }
   // The same chunks sorted by address, for membership tests by binary search. Cached: sorted again
@@ -122,6 +129,7 @@ class ThreadHeap {
   char* NextNurseryChunk(size_t size);
   char* AllocateOldSlow(size_t size, uint16_t owner);
   bool NextHole(size_t size);
+  void CountHoleAsLive(size_t bytes);
   char* FirstNurseryStart() const { return nursery_chunks_.empty() ? nullptr : nursery_chunks_[0]; }
 
   std::vector<char*> nursery_chunks_;         // chunk bases, in allocation order

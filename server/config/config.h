@@ -85,7 +85,7 @@ struct ServerConfig {
   // Memory
   uint64_t max_heap = uint64_t{2} << 30;      // bytes; allocation beyond it fails cleanly
   uint64_t nursery_size = uint64_t{4} << 20;  // bytes per worker thread
-  bool evacuation_reserve = true;             // runtime::HeapOptions::retain_evacuation_reserve
+  bool evacuation_reserve = false;            // runtime::HeapOptions::retain_evacuation_reserve
 
   // Limits
   // etcd's --quota-backend-bytes: writes that add data are refused (NOSPACE alarm) once the store's bytes

@@ -239,8 +239,8 @@ std::vector<Setting> BuildSettings() {
                           &ServerConfig::nursery_size, 64 * kKiB, kGiB));
   s.push_back(EnumSetting<bool>(
       "evacuation-reserve", "Memory", "on|off",
-      "on: after a major collection, keep as many free pages mapped as the live data uses, so the next "
-      "one copies into them (shorter pauses; RSS stays near its peak); off: return free pages to the OS",
+      "on: after a major collection, keep as many free pages mapped as the live data uses, for the "
+      "evacuations to come (RSS stays near twice the live data); off (default): return free pages to the OS",
       &ServerConfig::evacuation_reserve, {{"on", true}, {"off", false}}));
 
   Setting quota{"quota-backend-bytes",

@@ -80,12 +80,13 @@ grpc::Status MaintenanceService::Defragment(grpc::ServerContext* context,
   const auto start = std::chrono::steady_clock::now();
   const runtime::HeapUsage before = runtime::GetHeapUsage();
   const uint64_t rss_before = ResidentBytes();
-  // A major collection copies every live object out of its chunk (mostly-copying: only pinned objects
-  // stay), so afterwards the free pages are whole; with retention off they all go back to the operating
-  // system at the end of the collection. The configured retention applies again from the next one.
+  // A compacting major collection copies every live object out of its chunk (only pinned objects stay;
+  // the collections the runtime starts by itself evacuate only sparse chunks), so afterwards the free
+  // pages are whole; with retention off they all go back to the operating system at the end of the
+  // collection. The configured retention applies again from the next one.
   const runtime::HeapOptions& configured = runtime::InitializeRuntime();
   runtime::SetPageRetention(0, false);
-  runtime::CollectMajor();
+  runtime::CollectMajor(runtime::MajorMode::kCompactEverything);
   runtime::SetPageRetention(configured.retained_free_pages, state_->config->evacuation_reserve);
   // What the event history, responses and buffers freed lives in malloc's arenas: give it back too.
   {

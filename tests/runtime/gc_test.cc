@@ -121,7 +121,7 @@ TEST_F(GcTest, ObjectsReachableOnlyFromPreciseRootsMoveAndRootsAreUpdated) {
   EXPECT_FALSE(in_old == in_nursery) << "a minor collection copies what only precise roots reach";
   EXPECT_TRUE(HoldsValues(root, 5));
   ScrubStack();
-  CollectMajor();
+  CollectMajor(MajorMode::kCompactEverything);
   EXPECT_FALSE(AddressOf(root) == in_old) << "a major collection evacuates it again";
   EXPECT_TRUE(HoldsValues(root, 5));
 }
@@ -157,7 +157,7 @@ TEST_F(GcTest, ObjectHeldOnlyByAGlobalRootMovesInAMajorCollectionAndTheRootIsUpd
   ASSERT_TRUE(HoldsValues(global, 21));
   for (int i = 0; i < 2; ++i) {
     ScrubStack();
-    CollectMajor();
+    CollectMajor(MajorMode::kCompactEverything);
     const HiddenAddress after = AddressIn(global);
     EXPECT_FALSE(after == before) << "major collection " << i << " evacuates it and updates the root";
     EXPECT_TRUE(HoldsValues(global, 21)) << "major collection " << i;
@@ -273,13 +273,13 @@ TEST_F(EvacuationReserveTest, TheNextMajorCollectionEvacuatesIntoPagesTheLastOne
   ASSERT_EQ(GetHeapUsage().retained_bytes, 0u) << "no page has been freed yet";
   const long tree_pages = static_cast<long>(kReserveTreeNodes * sizeof(Node) / 4096);
   const long before_first = MinorPageFaults();
-  CollectMajor();  // copies the tree, in part into pages never touched before
+  CollectMajor(MajorMode::kCompactEverything);  // copies the tree, in part into pages never touched before
   const long first = MinorPageFaults() - before_first;
   EXPECT_GT(first, tree_pages / 4) << "the first evacuation should fault in much of its to-space";
   EXPECT_GT(GetHeapUsage().retained_bytes, 0u);
   for (int i = 0; i < 3; ++i) {
     const long before = MinorPageFaults();
-    CollectMajor();
+    CollectMajor(MajorMode::kCompactEverything);
     const long faults = MinorPageFaults() - before;
     EXPECT_LT(faults, first / 4) << "collection " << i + 2 << ": " << faults << " faults, the first "
                                  << first;
@@ -294,11 +294,11 @@ TEST_F(EvacuationReserveTest, TheNextMajorCollectionEvacuatesIntoPagesTheLastOne
 TEST_F(EvacuationReserveTest, TheEvacuationReserveShrinksWithTheLiveSet) {
   {
     Root<Node> root(BuildTree(0, kReserveTreeNodes));
-    CollectMajor();
+    CollectMajor(MajorMode::kCompactEverything);
     ASSERT_GE(GetHeapUsage().retained_bytes, 2 * kPageSize);
   }
   ResetNursery();
-  CollectMajor();  // the tree is garbage: almost no small page stays live
+  CollectMajor(MajorMode::kCompactEverything);  // the tree is garbage: almost no small page stays live
   const HeapUsage usage = GetHeapUsage();
   EXPECT_LE(usage.retained_bytes, usage.committed_bytes + Options().retained_free_pages * kPageSize);
   EXPECT_LE(usage.retained_bytes + usage.committed_bytes, Options().max_heap_bytes);
@@ -362,10 +362,10 @@ size_t CheckFreePagesAreDecommitted(const std::vector<PageHeader*>& used, size_t
 __attribute__((noinline)) void EvacuateTreeTwice(std::vector<PageHeader*>& used, size_t retained) {
   Root<Node> root(BuildTree(0, kReserveTreeNodes));
   NoteSmallPages(used);
-  CollectMajor();  // evacuates the tree
+  CollectMajor(MajorMode::kCompactEverything);  // evacuates the tree
   NoteSmallPages(used);
   CheckFreePagesAreDecommitted(used, retained);
-  CollectMajor();  // and again, out of the pages the last one copied it into
+  CollectMajor(MajorMode::kCompactEverything);  // and again, out of the pages the last one copied it into
   NoteSmallPages(used);
   CheckFreePagesAreDecommitted(used, retained);
   EXPECT_EQ(CheckTree(root.get()).second, kReserveTreeNodes);
@@ -377,7 +377,7 @@ TEST_F(NoEvacuationReserveTest, FreePagesBeyondTheRetainedNumberGoBackToTheOs) {
   EvacuateTreeTwice(used, retained);
   ResetNursery();
   ScrubStack();
-  CollectMajor();  // the tree is garbage
+  CollectMajor(MajorMode::kCompactEverything);  // the tree is garbage
   const size_t freed = CheckFreePagesAreDecommitted(used, retained);
   const size_t tree_pages = kReserveTreeNodes * sizeof(Node) / kPageSize;
   EXPECT_GE(freed, tree_pages) << "of " << used.size() << " pages that held the tree, " << freed
@@ -522,8 +522,8 @@ TEST_F(GcTest, MajorCollectionScansNurseriesInPlace) {
 __attribute__((noinline)) void HoldPinnedObjectsAcrossCollections(size_t* pinned_while_held) {
   Node* volatile held[64];
   for (auto& h : held) h = NewNode(1);
-  CollectMinor();  // pinned in the nursery: their chunks are promoted in place
-  CollectMajor();  // pinned again in old space
+  CollectMinor();                               // pinned in the nursery: their chunks are promoted in place
+  CollectMajor(MajorMode::kCompactEverything);  // pinned again in old space
   *pinned_while_held = GetHeapUsage().pinned_bytes;
   for (auto& h : held) EXPECT_EQ(h->value, 1);
   for (auto& h : held) h = nullptr;
@@ -534,7 +534,7 @@ TEST_F(GcTest, PinnedBytesAreReportedAndFallToZeroWhenTheRootsAreGone) {
   HoldPinnedObjectsAcrossCollections(&pinned_while_held);
   EXPECT_GE(pinned_while_held, 64 * sizeof(Node));
   ScrubStack();
-  CollectMajor();
+  CollectMajor(MajorMode::kCompactEverything);
   EXPECT_EQ(GetHeapUsage().pinned_bytes, 0u);
   EXPECT_EQ(GetHeapUsage().pinned_chunks, 0u);
 }
@@ -579,7 +579,7 @@ TEST_F(GcTest, PinnedChunksAreReusedAroundTheirObjects) {
   ScrubStack();
   CollectMinor();  // pinned in the nursery: the chunk is promoted in place
   ScrubStack();
-  CollectMajor();  // pinned again in old space: the gaps become holes
+  CollectMajor(MajorMode::kCompactEverything);  // pinned again in old space: the gaps become holes
   const HeapUsage before = GetHeapUsage();
   EXPECT_GT(before.pinned_bytes, 0u);
   const uintptr_t chunk = reinterpret_cast<uintptr_t>(pinned) & ~(kChunkSize - 1);
@@ -733,7 +733,7 @@ TEST_F(GcTest, RootedLargeObjectsKeepTheirAddressAndContentsAcrossCollections) {
 
   for (int i = 0; i < 2; ++i) {
     ScrubStack();
-    CollectMajor();
+    CollectMajor(MajorMode::kCompactEverything);
     EXPECT_TRUE(AddressOf(fan) == fan_at) << "major collection " << i << " does not move a large object";
     EXPECT_TRUE(AddressOf(bytes) == bytes_at) << "major collection " << i;
     EXPECT_TRUE(ResolvesInside(fan_at, 12 * 1024)) << "its run is still allocated";
@@ -949,7 +949,7 @@ TEST_F(GcTest, ABytesPayloadDoesNotKeepAnOldObjectAlive) {
   Root<Bytes> large;
   const HiddenAddress node = OldNodeNamedOnlyByBytes(small, large);
   ScrubStack();
-  CollectMajor();
+  CollectMajor(MajorMode::kCompactEverything);
   const CollectionRecord r = LastRecord();
   EXPECT_EQ(r.kind, CollectionKind::kMajor);
   ASSERT_EQ(r.pinned_objects, 0u) << "nothing on the stack may pin the node, or the test proves nothing";

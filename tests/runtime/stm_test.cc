@@ -638,7 +638,7 @@ TEST_F(StmTest, ACommitWaitingForAnInevitableTransactionLocksInAddressOrderAfter
   while (phase.load() != 2) std::this_thread::yield();
   std::this_thread::sleep_for(100ms);  // the writer is now blocked in its commit
   const uint64_t majors = GetGcStatistics().collections[static_cast<int>(CollectionKind::kMajor)];
-  CollectMajor();
+  CollectMajor(MajorMode::kCompactEverything);  // moves every head it can
   EXPECT_GT(GetGcStatistics().collections[static_cast<int>(CollectionKind::kMajor)], majors);
   phase.store(3);
   Join(inevitable);

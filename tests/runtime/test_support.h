@@ -209,8 +209,10 @@ class RuntimeTest : public ::testing::Test {
     // One process may run many tests (ctest's *.one_process). Each starts from a heap without the
     // garbage and the retained free pages an earlier test left behind, and counts allocation
     // failures from here on, so that no test's figures depend on which tests ran before it.
+    // Compacting, as every major collection did before mark-region: the live data of earlier tests
+    // is gathered in as few chunks as it can be, and whole pages are freed.
     SetPageRetention(0, false);
-    CollectMajor();
+    CollectMajor(MajorMode::kCompactEverything);
     SetPageRetention(options.retained_free_pages, options.retain_evacuation_reserve);
     allocation_failures_at_start_ = GetGcStatistics(0).allocation_failures;
   }

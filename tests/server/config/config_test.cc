@@ -121,7 +121,7 @@ TEST(Config, DefaultsNeedNoFlags) {
   EXPECT_EQ(config.history_duration, absl::ZeroDuration());
   EXPECT_EQ(config.max_heap, uint64_t{2} << 30);
   EXPECT_EQ(config.nursery_size, 4u << 20);
-  EXPECT_TRUE(config.evacuation_reserve);
+  EXPECT_FALSE(config.evacuation_reserve);  // off since major collections evacuate only sparse chunks
   EXPECT_EQ(config.max_request_bytes, 1572864u);
   EXPECT_EQ(config.max_txn_ops, 128);
   EXPECT_FALSE(config.tls.enabled());
