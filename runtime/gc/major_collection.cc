@@ -317,21 +317,50 @@ class MajorCollector final : public Relocator {
   // horizon (the oldest live snapshot, or the clock), so that no live snapshot loses the revision it
   // reads. Returns the newest such revision on o's chain (o itself if none). Applies only to global
   // revisioned objects; transaction state never goes through here.
+  // The skip hints of the revisions passed go with the reference: the newest of them becomes the
+  // target's (CarryHint).
   Object* CollapseChain(Object* o) {
     if (horizon_ == 0 || !LayoutOf(o->type()).versioned) return o;
     Object* cur = o;
+    Object* passed_hint = nullptr;  // the newest skip hint of the revisions passed
     for (;;) {
       Object* c = Current(cur);
-      if (!(c->flags() & kGlobal)) return cur;
+      if (!(c->flags() & kGlobal)) break;
       const uintptr_t v = c->h_revision.load(std::memory_order_relaxed);
-      if (!IsRevisionPointer(v) || v == 0) return cur;
+      if (!IsRevisionPointer(v) || v == 0) break;
       auto* next = reinterpret_cast<Object*>(v);
-      const uint64_t t =
-          static_cast<VersionedObject*>(Current(next))->h_commit_time.load(std::memory_order_relaxed);
-      if (t > horizon_) return cur;
+      const uint64_t t = CommitTimeAt(next);
+      if (t > horizon_) break;
+      if (Object* h = static_cast<VersionedObject*>(c)->h_newest.load(std::memory_order_relaxed);
+          h != nullptr && (passed_hint == nullptr || CommitTimeAt(h) > CommitTimeAt(passed_hint))) {
+        passed_hint = h;
+      }
       cur = next;
       if (cur != o) ++chains_collapsed_;
     }
+    if (passed_hint != nullptr) CarryHint(cur, passed_hint);
+    return cur;
+  }
+
+  static uint64_t CommitTimeAt(Object* o) {
+    return static_cast<VersionedObject*>(Current(o))->h_commit_time.load(std::memory_order_relaxed);
+  }
+
+  // A reference collapsed past the revisions whose skip hints readers used would send them down the
+  // retained chain again (the collapse target has no hint of its own while every write started its walk
+  // at the old revision). So the newest hint passed becomes the target's, if it is newer than the target
+  // and than the target's own hint. Its revision lies after the target, on the part of the chain every
+  // revision of which stays (their times are above the horizon): tracing it keeps nothing alive the
+  // chain does not. A head never gets one: no hint is newer than the head of its chain. The hint is
+  // stored as its revision's address after this collection, into the target's current copy (a later
+  // copy carries it; Evacuate of an address after this collection returns it unchanged).
+  void CarryHint(Object* target, Object* hint) {
+    auto* t = static_cast<VersionedObject*>(Current(target));
+    const uint64_t hint_time = CommitTimeAt(hint);
+    if (hint_time <= t->h_commit_time.load(std::memory_order_relaxed)) return;
+    Object* own = t->h_newest.load(std::memory_order_relaxed);
+    if (own != nullptr && CommitTimeAt(own) >= hint_time) return;
+    t->h_newest.store(Evacuate(hint), std::memory_order_relaxed);
   }
 
   void Scan(Object* o) {
@@ -364,11 +393,10 @@ class MajorCollector final : public Relocator {
   }
 
   // A global revision's skip hint (VersionedObject::h_newest) names a newer revision on its chain. If
-  // that revision is newer than `successor` (the revision o's link now names, collapsed), it is reached
-  // through the link anyway: every revision after the collapse target stays on the chain, since its
-  // commit time is above the horizon. So it is evacuated like any reference, and keeps nothing alive
-  // that the chain does not. A hint at or behind the successor would be the only reference to a
-  // revision the collapse dropped: it is cleared. A head never has a hint.
+  // that revision is newer than `successor` (the revision o's link now names, collapsed), it is traced
+  // like any reference (Evacuate), so it stays valid; it is also on o's kept chain, since every revision
+  // after a collapse target has a commit time above this collection's horizon. A hint at or behind the
+  // successor could name a revision the collapse dropped: it is cleared. A head never has a hint.
   void ScanSkipHint(VersionedObject* o, const Object* successor) {
     Object* hint = o->h_newest.load(std::memory_order_relaxed);
     if (hint == nullptr) return;

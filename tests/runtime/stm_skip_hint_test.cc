@@ -146,6 +146,24 @@ TEST_F(SkipHintTest, ASnapshotAtEveryRetainedTimeReadsTheRevisionOfItsTimeBefore
   EXPECT_LE(hops, kFewHops) << "the hints did not survive the major collections";
 }
 
+// When the retained time moves on, a major collection redirects the field past the revision whose hint
+// every read used (each write started its walk there) to a revision that had none of its own: the hint
+// must come along, or reads walk the rest of the window again.
+TEST_F(SkipHintTest, AMajorCollectionThatCollapsesTheFieldCarriesTheHintAlong) {
+  const std::vector<uint64_t> times = Increment(kWrites);
+  stm::SetRetainedTime(times[kWrites / 2 - 1]);  // keep the states from the write of kWrites / 2 on
+  CollectMajor();
+  ASSERT_LE(ChainLength(), static_cast<size_t>(kWrites / 2)) << "the collection was to collapse the field";
+  const auto [newest, hops] = ReadNewest();
+  EXPECT_EQ(newest, kWrites);
+  EXPECT_LE(hops, kFewHops) << "the collapse left the hint behind";
+  const auto [snapshot, snapshot_hops] = ReadAt(0);
+  EXPECT_EQ(snapshot, kWrites);
+  EXPECT_LE(snapshot_hops, kFewHops);
+  EXPECT_EQ(ReadAt(times[kWrites / 2 + 100]).first, kWrites / 2 + 101)
+      << "a retained state after the collection";
+}
+
 // Reads of the newest state may be made at a time behind the newest commit (the store reads at its
 // durable revision). A hint past a reader's time is of no use to it, so writers point hints no further
 // than the skip horizon.
