@@ -119,8 +119,8 @@ int Main(int argc, char** argv) {
   if (config.repair_wal) {
     absl::StatusOr<WalRepairReport> repair = RepairLog(EngineOptionsFrom(config));
     if (!repair.ok()) {
-      spdlog::error("cannot repair the log in {}: {}", config.data_dir,
-                    std::string(repair.status().message()));
+      spdlog::critical("cannot repair the log in {}: {}", config.data_dir,
+                       std::string(repair.status().message()));
       return 1;
     }
     std::printf("%s\n", repair->ToString().c_str());
@@ -131,8 +131,8 @@ int Main(int argc, char** argv) {
     absl::StatusOr<RecoveryReport> restored =
         RestoreSnapshot(config.restore_snapshot, EngineOptionsFrom(config));
     if (!restored.ok()) {
-      spdlog::error("cannot restore {} into {}: {}", config.restore_snapshot, config.data_dir,
-                    restored.status().ToString());
+      spdlog::critical("cannot restore {} into {}: {}", config.restore_snapshot, config.data_dir,
+                       restored.status().ToString());
       return 1;
     }
     std::printf("restored %s into %s: revision %lld, %llu keys (%s)\n", config.restore_snapshot.c_str(),
@@ -150,7 +150,7 @@ int Main(int argc, char** argv) {
   // 1. The ports, before recovery: a busy port fails now, and both answer while the store recovers.
   absl::StatusOr<std::unique_ptr<GrpcListener>> listener = GrpcListener::Bind(config.listen);
   if (!listener.ok()) {
-    spdlog::error("{}", std::string(listener.status().message()));
+    spdlog::critical("{}", std::string(listener.status().message()));
     return 1;
   }
   if (config.advertise_derived && config.listen.ends_with(":0")) {  // advertise the port actually bound
@@ -160,7 +160,7 @@ int Main(int argc, char** argv) {
   absl::StatusOr<std::unique_ptr<RecoveringServer>> recovering = RecoveringServer::Start(
       config.tls, listener->get(), [&progress] { return progress.Read().Describe(); });
   if (!recovering.ok()) {
-    spdlog::error("{}", std::string(recovering.status().message()));
+    spdlog::critical("{}", std::string(recovering.status().message()));
     return 1;
   }
   spdlog::info("gRPC port {} bound; it answers UNAVAILABLE until the store is recovered", config.listen);
@@ -171,7 +171,7 @@ int Main(int argc, char** argv) {
     ops = std::make_unique<HttpServer>(options);
     routes.AddTo(*ops);
     if (absl::Status s = ops->Start(); !s.ok()) {
-      spdlog::error("{}", std::string(s.message()));
+      spdlog::critical("{}", std::string(s.message()));
       return 1;
     }
     spdlog::info("serving /metrics, /healthz, /health, /livez, /readyz, /version and /debug/gc on http://{}",
@@ -188,8 +188,8 @@ int Main(int argc, char** argv) {
   RecoveryReport report;
   absl::StatusOr<std::unique_ptr<Engine>> engine = Engine::Open(engine_options, &report);
   if (!engine.ok()) {
-    spdlog::error("cannot open the data directory {}: {}", config.data_dir,
-                  std::string(engine.status().message()));
+    spdlog::critical("cannot open the data directory {}: {}", config.data_dir,
+                     std::string(engine.status().message()));
     return 1;
   }
   // From here a signal waits for main's loop below (the rest of the start takes a moment).
@@ -205,7 +205,7 @@ int Main(int argc, char** argv) {
   // Every lease that survived recovery gets its full granted TTL again (deadlines are not persisted).
   Lessor lessor(&(*engine)->store());
   if (absl::Status s = lessor.Recover(); !s.ok()) {
-    spdlog::error("cannot restore the leases: {}", std::string(s.message()));
+    spdlog::critical("cannot restore the leases: {}", std::string(s.message()));
     return 1;
   }
   spdlog::info("recovered {} leases, each with its full TTL", lessor.size());
@@ -228,7 +228,7 @@ int Main(int argc, char** argv) {
   // reconnect, to the serving one). Once its health service answers SERVING, everything is up.
   RpcServer rpc(&state);
   if (absl::Status s = rpc.Start(listener->get()); !s.ok()) {
-    spdlog::error("{}", std::string(s.message()));
+    spdlog::critical("{}", std::string(s.message()));
     return 1;
   }
   // The ops pages that need the store answer from here on: /healthz says ok only once gRPC serves.
@@ -269,7 +269,7 @@ int Main(int argc, char** argv) {
   runtime::RemoveCollectionListener(gc_log);
   const absl::Status closed = (*engine)->Close();
   if (!closed.ok()) {
-    spdlog::error("closing the log: {}", std::string(closed.message()));
+    spdlog::critical("closing the log: {}", std::string(closed.message()));
     return 1;
   }
   spdlog::info("log flushed at revision {}; bye", (*engine)->store().Revision());

@@ -184,6 +184,8 @@ std::string_view LogLevelName(LogLevel level) {
       return "warn";
     case LogLevel::kError:
       return "error";
+    case LogLevel::kFatal:
+      return "fatal";
   }
   return "?";
 }

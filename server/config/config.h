@@ -32,7 +32,8 @@ namespace revkv::server {
 
 // FsyncMode (when the write-ahead log is made durable) and FsyncModeName come from server/wal/wal.h.
 
-enum class LogLevel { kTrace, kDebug, kInfo, kWarn, kError };
+// kFatal logs only what stops the server; it is etcd's "dpanic", "panic" and "fatal" levels in one.
+enum class LogLevel { kTrace, kDebug, kInfo, kWarn, kError, kFatal };
 enum class LogFormat { kText, kJson };
 
 std::string_view LogLevelName(LogLevel level);     // "trace", ..., "error"

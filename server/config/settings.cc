@@ -325,14 +325,19 @@ std::vector<Setting> BuildSettings() {
                            "flag and default; 4 to 31)",
                            &ServerConfig::bcrypt_cost, 4, 31));
 
-  s.push_back(EnumSetting<LogLevel>("log-level", "Logging", "LEVEL",
-                                    "Least severe level logged: trace, debug, info, warn, error",
-                                    &ServerConfig::log_level,
-                                    {{"trace", LogLevel::kTrace},
-                                     {"debug", LogLevel::kDebug},
-                                     {"info", LogLevel::kInfo},
-                                     {"warn", LogLevel::kWarn},
-                                     {"error", LogLevel::kError}}));
+  s.push_back(
+      EnumSetting<LogLevel>("log-level", "Logging", "LEVEL",
+                            "Least severe level logged: trace, debug, info, warn, error, fatal (etcd's "
+                            "dpanic and panic are read as fatal)",
+                            &ServerConfig::log_level,
+                            {{"trace", LogLevel::kTrace},
+                             {"debug", LogLevel::kDebug},
+                             {"info", LogLevel::kInfo},
+                             {"warn", LogLevel::kWarn},
+                             {"error", LogLevel::kError},
+                             {"fatal", LogLevel::kFatal},
+                             {"panic", LogLevel::kFatal},
+                             {"dpanic", LogLevel::kFatal}}));
   s.push_back(EnumSetting<LogFormat>("log-format", "Logging", "FORMAT",
                                      "Log line format: text (human-readable) or json (one object per line)",
                                      &ServerConfig::log_format,

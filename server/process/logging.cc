@@ -53,6 +53,8 @@ spdlog::level::level_enum SpdlogLevel(LogLevel level) {
       return spdlog::level::warn;
     case LogLevel::kError:
       return spdlog::level::err;
+    case LogLevel::kFatal:
+      return spdlog::level::critical;
   }
   return spdlog::level::info;
 }

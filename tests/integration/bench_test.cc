@@ -43,10 +43,7 @@ class BenchAgainstRevkv : public ::testing::Test {
 
   // The server's revkv_requests_total by method, from a scrape that must follow the text format.
   Counts ServerCounts() {
-    const HttpResponse r = HttpGet(server_->metrics_port(), "/metrics");
-    EXPECT_EQ(r.status, 200) << r.error;
-    const PrometheusScrape scrape = ParsePrometheusText(r.body);
-    EXPECT_TRUE(scrape.Valid());
+    const PrometheusScrape scrape = ScrapeMetrics(server_->metrics_port());
     Counts counts;
     for (const auto& [series, value] : scrape.samples) {
       if (series.rfind(kRequestsPrefix, 0) != 0) continue;

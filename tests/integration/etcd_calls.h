@@ -5,9 +5,12 @@
 #include <grpcpp/grpcpp.h>
 #include <gtest/gtest.h>
 
+#include <atomic>
 #include <chrono>
 #include <memory>
 #include <string>
+#include <thread>
+#include <vector>
 
 #include "etcdserverpb/rpc.grpc.pb.h"
 
@@ -129,6 +132,13 @@ inline etcdserverpb::RequestOp OpOf(const etcdserverpb::TxnRequest& txn) {
   return op;
 }
 
+// A Txn without compares whose success branch is one Put.
+inline etcdserverpb::TxnRequest PutTxn(const std::string& key, const std::string& value) {
+  etcdserverpb::TxnRequest t;
+  *t.add_success() = OpOf(PutOf(key, value));
+  return t;
+}
+
 inline etcdserverpb::Compare CompareValue(const std::string& key, etcdserverpb::Compare::CompareResult result,
                                           const std::string& value) {
   etcdserverpb::Compare c;
@@ -168,6 +178,38 @@ inline etcdserverpb::Compare CompareCreate(const std::string& key,
   c.set_result(result);
   c.set_create_revision(create_revision);
   return c;
+}
+
+// The outcome of one bidirectional stream: the responses, in the order read, and the final status.
+template <class Response>
+struct StreamResult {
+  std::vector<Response> responses;
+  grpc::Status status;
+  int written = 0;  // requests the client managed to send
+};
+
+// Opens a stream with `open(context)` (a deadline of 60 s) and sends every request from a writer thread
+// while this thread reads the answers, until the server ends the stream.
+template <class Response, class Request, class Open>
+StreamResult<Response> RunStream(Open open, const std::vector<Request>& requests) {
+  StreamResult<Response> result;
+  grpc::ClientContext context;
+  context.set_deadline(std::chrono::system_clock::now() + std::chrono::seconds(60));
+  auto stream = open(&context);
+  std::atomic<int> written{0};  // read after the writer is joined; relaxed is enough
+  std::thread writer([&] {
+    for (const Request& r : requests) {
+      if (!stream->Write(r)) break;  // the server ended the stream
+      written.fetch_add(1, std::memory_order_relaxed);
+    }
+    stream->WritesDone();
+  });
+  Response response;
+  while (stream->Read(&response)) result.responses.push_back(response);
+  writer.join();
+  result.status = stream->Finish();
+  result.written = written.load(std::memory_order_relaxed);
+  return result;
 }
 
 }  // namespace revkv::integration

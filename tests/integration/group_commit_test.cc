@@ -60,14 +60,6 @@ constexpr double kMaxFsyncs = kPuts - 1;
 constexpr double kMaxFsyncs = kPuts / 4;
 #endif
 
-double Metric(const ServerProcess& server, const std::string& series) {
-  const HttpResponse r = HttpGet(server.metrics_port(), "/metrics");
-  EXPECT_EQ(r.status, 200) << r.error;
-  const PrometheusScrape scrape = ParsePrometheusText(r.body);
-  EXPECT_TRUE(scrape.Valid());
-  return scrape.Value(series);
-}
-
 // One asynchronous unary call and what came back.
 template <class Response>
 struct AsyncCall {
@@ -92,8 +84,8 @@ TEST(DurableWrites, ConcurrentPutsOnOneWorkerShareFsyncsAndReadsAreServedMeanwhi
   auto kv = KV::NewStub(server.NewChannel());
   // One Put first: the connection is up and the first log segment exists before anything is counted.
   ASSERT_TRUE(IsOk(Call(kv.get(), &KV::Stub::Put, PutOf("warm-up", "v")).status));
-  const double fsyncs_before = Metric(server, "revkv_wal_fsyncs_total");
-  const double records_before = Metric(server, "revkv_wal_records_total");
+  const double fsyncs_before = ScrapeValue(server.metrics_port(), "revkv_wal_fsyncs_total");
+  const double records_before = ScrapeValue(server.metrics_port(), "revkv_wal_records_total");
 
   grpc::CompletionQueue cq;
   std::vector<AsyncCall<etcdserverpb::PutResponse>> puts(kPuts);
@@ -144,8 +136,8 @@ TEST(DurableWrites, ConcurrentPutsOnOneWorkerShareFsyncsAndReadsAreServedMeanwhi
 
   // Group commit: a record per Put, far fewer fsyncs. (The flusher counts an fsync before it runs the
   // callbacks that answer the Puts, so the counter is final once the last answer is in.)
-  const double records = Metric(server, "revkv_wal_records_total") - records_before;
-  const double fsyncs = Metric(server, "revkv_wal_fsyncs_total") - fsyncs_before;
+  const double records = ScrapeValue(server.metrics_port(), "revkv_wal_records_total") - records_before;
+  const double fsyncs = ScrapeValue(server.metrics_port(), "revkv_wal_fsyncs_total") - fsyncs_before;
   EXPECT_EQ(records, kPuts);
   EXPECT_GE(fsyncs, 1);
   EXPECT_LE(fsyncs, kMaxFsyncs) << kPuts << " durable Puts on one worker took " << fsyncs

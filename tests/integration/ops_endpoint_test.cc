@@ -40,13 +40,7 @@ class OpsEndpoint : public ::testing::Test {
   }
 
   // One scrape, which must follow the text format strictly (prometheus_scrape.h).
-  Scrape ScrapeMetrics() {
-    const HttpResponse r = HttpGet(server_.metrics_port(), "/metrics");
-    EXPECT_EQ(r.status, 200) << r.error;
-    Scrape scrape = ParsePrometheusText(r.body);
-    EXPECT_TRUE(scrape.Valid()) << r.body;
-    return scrape;
-  }
+  Scrape ScrapeMetrics() { return ::revkv::integration::ScrapeMetrics(server_.metrics_port()); }
 
   // Scrapes until `series` reaches `value` (a request is counted when its call completes on the server,
   // just after the client has its answer), at most 5 s; returns the last scrape.

@@ -42,35 +42,12 @@ using revkv::v1::TxnResult;
 constexpr int kMaxBatchRequests = 1024;  // server/rpc/pipeline.h
 constexpr int kMaxRequestBytes = 4096;   // the servers here run with --max-request-bytes=4096
 
-// The outcome of one stream: the answers, in the order read, and the final status.
-struct StreamResult {
-  std::vector<TxnBatchResponse> responses;
-  grpc::Status status;
-};
+using StreamResult = ::revkv::integration::StreamResult<TxnBatchResponse>;
 
 // Sends every batch on one PipelineBatch stream from a writer thread while this thread reads answers.
 StreamResult RunBatches(::revkv::v1::KV::Stub* stub, const std::vector<TxnBatch>& batches) {
-  StreamResult result;
-  grpc::ClientContext context;
-  context.set_deadline(std::chrono::system_clock::now() + std::chrono::seconds(60));
-  auto stream = stub->PipelineBatch(&context);
-  std::thread writer([&] {
-    for (const TxnBatch& b : batches) {
-      if (!stream->Write(b)) break;  // the server ended the stream
-    }
-    stream->WritesDone();
-  });
-  TxnBatchResponse response;
-  while (stream->Read(&response)) result.responses.push_back(response);
-  writer.join();
-  result.status = stream->Finish();
-  return result;
-}
-
-TxnRequest PutTxn(const std::string& key, const std::string& value) {
-  TxnRequest t;
-  *t.add_success() = OpOf(PutOf(key, value));
-  return t;
+  return RunStream<TxnBatchResponse>([stub](grpc::ClientContext* c) { return stub->PipelineBatch(c); },
+                                     batches);
 }
 
 TxnRequest RangeTxn(const std::string& key, int64_t revision = 0) {
@@ -99,14 +76,6 @@ std::optional<std::string> ReadOf(const TxnResult& r) {
   if (!r.has_error()) return ::testing::AssertionFailure() << "a response: " << r.ShortDebugString();
   return HasStatus(grpc::Status(static_cast<grpc::StatusCode>(r.error().code()), r.error().message()), code,
                    message);
-}
-
-double Metric(const ServerProcess& server, const std::string& series) {
-  const HttpResponse r = HttpGet(server.metrics_port(), "/metrics");
-  EXPECT_EQ(r.status, 200) << r.error;
-  const PrometheusScrape scrape = ParsePrometheusText(r.body);
-  EXPECT_TRUE(scrape.Valid());
-  return scrape.Value(series);
 }
 
 class PipelineBatch : public ::testing::Test {
@@ -299,9 +268,9 @@ TEST_F(PipelineBatch, TheWritesOfABatchWakeTheLogOnceAndShareTheirFsync) {
   constexpr int kBatches = 8;
   constexpr int kPerBatch = 64;
   ASSERT_TRUE(IsOk(Call(kv_.get(), &etcdserverpb::KV::Stub::Put, PutOf("warm-up", "v")).status));
-  const double wakeups_before = Metric(server_, "revkv_wal_flusher_wakeups_total");
-  const double fsyncs_before = Metric(server_, "revkv_wal_fsyncs_total");
-  const double records_before = Metric(server_, "revkv_wal_records_total");
+  const double wakeups_before = ScrapeValue(server_.metrics_port(), "revkv_wal_flusher_wakeups_total");
+  const double fsyncs_before = ScrapeValue(server_.metrics_port(), "revkv_wal_fsyncs_total");
+  const double records_before = ScrapeValue(server_.metrics_port(), "revkv_wal_records_total");
   int64_t revision = CurrentRevision();
   for (int b = 0; b < kBatches; ++b) {
     TxnBatch batch;
@@ -316,9 +285,10 @@ TEST_F(PipelineBatch, TheWritesOfABatchWakeTheLogOnceAndShareTheirFsync) {
       EXPECT_TRUE(HeaderAt(r.response().header(), ++revision));
     }
   }
-  const double records = Metric(server_, "revkv_wal_records_total") - records_before;
-  const double wakeups = Metric(server_, "revkv_wal_flusher_wakeups_total") - wakeups_before;
-  const double fsyncs = Metric(server_, "revkv_wal_fsyncs_total") - fsyncs_before;
+  const double records = ScrapeValue(server_.metrics_port(), "revkv_wal_records_total") - records_before;
+  const double wakeups =
+      ScrapeValue(server_.metrics_port(), "revkv_wal_flusher_wakeups_total") - wakeups_before;
+  const double fsyncs = ScrapeValue(server_.metrics_port(), "revkv_wal_fsyncs_total") - fsyncs_before;
   std::printf("%d batches of %d Puts: %.0f log records, %.0f flusher wake-ups, %.0f fsyncs\n", kBatches,
               kPerBatch, records, wakeups, fsyncs);
   EXPECT_EQ(records, kBatches * kPerBatch);

@@ -32,39 +32,11 @@ struct Expected {
   std::optional<std::string> read;  // the value the request's Range must return ("" = no key)
 };
 
-// The outcome of one stream: the responses, in the order read, and the final status.
-struct StreamResult {
-  std::vector<TxnResponse> responses;
-  grpc::Status status;
-  int written = 0;  // requests the client managed to send
-};
+using StreamResult = ::revkv::integration::StreamResult<TxnResponse>;
 
 // Sends every request on one Pipeline stream from a writer thread while this thread reads the answers.
 StreamResult RunPipeline(::revkv::v1::KV::Stub* stub, const std::vector<TxnRequest>& requests) {
-  StreamResult result;
-  grpc::ClientContext context;
-  context.set_deadline(std::chrono::system_clock::now() + std::chrono::seconds(60));
-  auto stream = stub->Pipeline(&context);
-  std::atomic<int> written{0};
-  std::thread writer([&] {
-    for (const TxnRequest& r : requests) {
-      if (!stream->Write(r)) break;  // the server ended the stream
-      written.fetch_add(1, std::memory_order_relaxed);
-    }
-    stream->WritesDone();
-  });
-  TxnResponse response;
-  while (stream->Read(&response)) result.responses.push_back(response);
-  writer.join();
-  result.status = stream->Finish();
-  result.written = written.load();
-  return result;
-}
-
-TxnRequest PutTxn(const std::string& key, const std::string& value) {
-  TxnRequest t;
-  *t.add_success() = OpOf(PutOf(key, value));
-  return t;
+  return RunStream<TxnResponse>([stub](grpc::ClientContext* c) { return stub->Pipeline(c); }, requests);
 }
 
 class Pipeline : public ::testing::Test {

@@ -11,6 +11,8 @@
 #include <string_view>
 #include <utility>
 
+#include "tests/integration/server_process.h"
+
 namespace revkv::integration {
 namespace {
 
@@ -350,6 +352,18 @@ PrometheusScrape ParsePrometheusText(const std::string& text) {
     }
   }
   return s;
+}
+
+PrometheusScrape ScrapeMetrics(int metrics_port) {
+  const HttpResponse r = HttpGet(metrics_port, "/metrics");
+  EXPECT_EQ(r.status, 200) << r.error;
+  PrometheusScrape scrape = ParsePrometheusText(r.body);
+  EXPECT_TRUE(scrape.Valid()) << r.body;
+  return scrape;
+}
+
+double ScrapeValue(int metrics_port, const std::string& series) {
+  return ScrapeMetrics(metrics_port).Value(series);
 }
 
 }  // namespace revkv::integration

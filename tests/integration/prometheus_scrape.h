@@ -45,4 +45,11 @@ struct PrometheusScrape {
 // Parses `text` strictly (never fails: what is wrong goes to `errors`).
 PrometheusScrape ParsePrometheusText(const std::string& text);
 
+// Fetches /metrics from the server's metrics port and parses it; adds a test failure if the fetch fails
+// or the text breaks a rule.
+PrometheusScrape ScrapeMetrics(int metrics_port);
+
+// The value of `series` in one scrape of the server's metrics port (-1 and a test failure if absent).
+double ScrapeValue(int metrics_port, const std::string& series);
+
 }  // namespace revkv::integration

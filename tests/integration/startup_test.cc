@@ -313,6 +313,25 @@ TEST(Startup, AConfigurationErrorIsOneJsonLineWhenJsonWasAskedFor) {
   }
 }
 
+// With --log-level=fatal (etcd's most severe level) the server logs nothing while it runs well, and the
+// reason it stops on a start-up failure still reaches the log.
+TEST(Startup, AtTheFatalLevelTheReasonForStoppingIsStillLogged) {
+  TempDir dir;
+  const std::string not_a_directory = dir.path() + "/file";
+  std::ofstream(not_a_directory) << "not a data directory\n";
+  const CommandResult r =
+      RunCommand({REVKV_SERVER_BINARY, "--data-dir=" + not_a_directory, "--listen=127.0.0.1:0",
+                  "--metrics-listen=", "--log-format=json", "--log-level=fatal"},
+                 "", {}, std::chrono::seconds(30));
+  EXPECT_EQ(r.exit_code, 1) << r.Describe();
+  const std::vector<std::string> lines = ServerLines(r.err);
+  ASSERT_EQ(lines.size(), 1u) << r.Describe();
+  const nlohmann::json entry = nlohmann::json::parse(lines[0], nullptr, /*allow_exceptions=*/false);
+  ASSERT_TRUE(entry.is_object()) << lines[0];
+  EXPECT_EQ(entry.value("level", ""), "critical") << lines[0];
+  EXPECT_TRUE(Contains(entry.value("msg", ""), not_a_directory)) << lines[0];
+}
+
 TEST(Signals, SighupNeitherKillsNorDisturbsTheServer) {
   ServerProcess server;
   ASSERT_TRUE(server.Start());

@@ -279,8 +279,10 @@ TEST(Config, CommandLineErrorsNameTheFlagAndAcceptedValues) {
   EXPECT_CONTAINS(Error({"stray-argument"}), "stray-argument");
   EXPECT_CONTAINS(Error({"--fsync=sometimes"}),
                   "--fsync: invalid value 'sometimes' (accepted: always, interval, none)");
-  EXPECT_CONTAINS(Error({"--log-level=verbose"}),
-                  "--log-level: invalid value 'verbose' (accepted: trace, debug, info, warn, error)");
+  EXPECT_CONTAINS(
+      Error({"--log-level=verbose"}),
+      "--log-level: invalid value 'verbose' (accepted: trace, debug, info, warn, error, fatal, panic, "
+      "dpanic)");
   EXPECT_CONTAINS(Error({"--log-format=xml"}), "accepted: text, json");
   EXPECT_CONTAINS(Error({"--max-heap=-1GiB"}), "--max-heap: invalid size '-1GiB': must not be negative");
   EXPECT_CONTAINS(Error({"--wal-segment-size=12 parsecs"}), "--wal-segment-size: invalid size");
@@ -554,6 +556,17 @@ TEST(Environment, EtcdsVariablesSetWhatEtcdsFlagsSet) {
   EXPECT_CONTAINS(EnvError({}, {{"REVKV_FSYNC", "sometimes"}}), "REVKV_FSYNC: invalid value 'sometimes'");
   EXPECT_CONTAINS(EnvError({}, {{"ETCD_LISTEN_CLIENT_URLS", "localhost:2379"}}),
                   "ETCD_LISTEN_CLIENT_URLS: invalid URL");
+}
+
+// etcd 3.4's --log-level takes debug, info, warn, error, dpanic, panic and fatal; an etcd environment with
+// any of them starts revkv. The three most severe are one level here, shown as "fatal".
+TEST(Environment, EtcdsMostSevereLogLevelsAreAccepted) {
+  for (const char* level : {"fatal", "panic", "dpanic"}) {
+    SCOPED_TRACE(level);
+    EXPECT_EQ(ParseEnv({}, {{"ETCD_LOG_LEVEL", level}}).log_level, LogLevel::kFatal);
+    EXPECT_EQ(Parse({"--log-level", level}).log_level, LogLevel::kFatal);
+  }
+  EXPECT_EQ(LogLevelName(LogLevel::kFatal), "fatal");
 }
 
 TEST(Environment, VariablesThatNameNothingAreReportedNotFatal) {

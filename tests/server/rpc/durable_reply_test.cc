@@ -42,6 +42,49 @@ using engine_testing::TempDir;
 
 constexpr int kPuts = 64;
 
+// An engine over `disk` served by the real gRPC server on a free port, with one worker so that nothing
+// else is appended while the worker would wait for its own record. Built in the test's child process.
+struct ServedEngine {
+  explicit ServedEngine(std::unique_ptr<Engine> opened)
+      : engine(std::move(opened)), lessor(&engine->store()) {
+    config.listen = "127.0.0.1:0";
+    config.metrics_listen = "";
+    config.workers = 1;
+    state.engine = engine.get();
+    state.lessor = &lessor;
+    state.config = &config;
+    state.metrics = &metrics;
+    RegisterServerMetrics(&state, &metrics);
+  }
+
+  // Opens the engine in `dir` over `disk` and starts serving it; the error names the step that failed.
+  static absl::StatusOr<std::unique_ptr<ServedEngine>> Start(const std::string& dir, FileSystem* disk) {
+    EngineOptions o = Options(dir);
+    o.file_system = disk;
+    RecoveryReport report;
+    absl::StatusOr<std::unique_ptr<Engine>> engine = Engine::Open(o, &report);
+    if (!engine.ok()) return engine.status();
+    auto served = std::make_unique<ServedEngine>(*std::move(engine));
+    absl::StatusOr<std::unique_ptr<GrpcListener>> listener = GrpcListener::Bind(served->config.listen);
+    if (!listener.ok()) return listener.status();
+    served->listener = *std::move(listener);
+    if (absl::Status started = served->rpc.Start(served->listener.get()); !started.ok()) return started;
+    return served;
+  }
+
+  std::shared_ptr<grpc::Channel> Channel() const {
+    return grpc::CreateChannel("127.0.0.1:" + std::to_string(rpc.port()), grpc::InsecureChannelCredentials());
+  }
+
+  std::unique_ptr<Engine> engine;
+  Lessor lessor;
+  ServerConfig config;
+  MetricsRegistry metrics;
+  ServerState state;
+  std::unique_ptr<GrpcListener> listener;
+  RpcServer rpc{&state};  // declared last: stopped before what it serves is destroyed
+};
+
 struct PutCall {
   grpc::ClientContext context;
   etcdserverpb::PutResponse response;
@@ -55,33 +98,14 @@ TEST(DurableReplies, NoPutIsAnsweredBeforeItsRecordIsSyncedAndConcurrentPutsShar
   ASSERT_CHILD_PASSES([&] {
     FaultInjectingFileSystem disk(DefaultFileSystem());
     disk.SetSyncDelay(std::chrono::milliseconds(20));  // a slow disk: Puts pile up behind each fsync
-    EngineOptions o = Options(dir);
-    o.file_system = &disk;
-    RecoveryReport report;
-    CHILD_READ(engine, Engine::Open(o, &report));
-    Lessor lessor(&engine->store());
-    ServerConfig config;
-    config.listen = "127.0.0.1:0";
-    config.metrics_listen = "";
-    config.workers = 1;  // nothing else is appended while one worker would wait for its own record
-    MetricsRegistry metrics;
-    ServerState state;
-    state.engine = engine.get();
-    state.lessor = &lessor;
-    state.config = &config;
-    state.metrics = &metrics;
-    RegisterServerMetrics(&state, &metrics);
-    absl::StatusOr<std::unique_ptr<GrpcListener>> listener = GrpcListener::Bind(config.listen);
-    CHILD_CHECK(listener.ok(), "the gRPC port could not be bound");
-    RpcServer rpc(&state);
-    CHILD_CHECK(rpc.Start(listener->get()).ok(), "the server did not start");
+    CHILD_READ(served, ServedEngine::Start(dir, &disk));
+    Engine* engine = served->engine.get();
 
     std::vector<PutCall> puts(kPuts);
     uint64_t fsyncs = 0;
     {
       runtime::SafeRegion client;  // this thread only runs the client from here on
-      auto channel =
-          grpc::CreateChannel("127.0.0.1:" + std::to_string(rpc.port()), grpc::InsecureChannelCredentials());
+      std::shared_ptr<grpc::Channel> channel = served->Channel();
       auto kv = etcdserverpb::KV::NewStub(channel);
       {
         grpc::ClientContext context;
@@ -122,7 +146,7 @@ TEST(DurableReplies, NoPutIsAnsweredBeforeItsRecordIsSyncedAndConcurrentPutsShar
     CHILD_CHECK(revisions.size() == kPuts, "%zu distinct revisions", revisions.size());
     CHILD_CHECK(fsyncs >= 1 && fsyncs * 4 <= kPuts, "%llu fsyncs for %d Puts",
                 static_cast<unsigned long long>(fsyncs), kPuts);
-    rpc.Shutdown(std::chrono::seconds(5));
+    served->rpc.Shutdown(std::chrono::seconds(5));
     return 0;
   });
 }
@@ -132,26 +156,8 @@ TEST(DurableReplies, NoBatchIsAnsweredBeforeItsRecordsAreSyncedAndItsWritesShare
   ASSERT_CHILD_PASSES([&] {
     FaultInjectingFileSystem disk(DefaultFileSystem());
     disk.SetSyncDelay(std::chrono::milliseconds(20));
-    EngineOptions o = Options(dir);
-    o.file_system = &disk;
-    RecoveryReport report;
-    CHILD_READ(engine, Engine::Open(o, &report));
-    Lessor lessor(&engine->store());
-    ServerConfig config;
-    config.listen = "127.0.0.1:0";
-    config.metrics_listen = "";
-    config.workers = 1;
-    MetricsRegistry metrics;
-    ServerState state;
-    state.engine = engine.get();
-    state.lessor = &lessor;
-    state.config = &config;
-    state.metrics = &metrics;
-    RegisterServerMetrics(&state, &metrics);
-    absl::StatusOr<std::unique_ptr<GrpcListener>> listener = GrpcListener::Bind(config.listen);
-    CHILD_CHECK(listener.ok(), "the gRPC port could not be bound");
-    RpcServer rpc(&state);
-    CHILD_CHECK(rpc.Start(listener->get()).ok(), "the server did not start");
+    CHILD_READ(served, ServedEngine::Start(dir, &disk));
+    Engine* engine = served->engine.get();
 
     revkv::v1::TxnBatchResponse answer;
     int64_t synced_at_answer = -1;
@@ -160,8 +166,7 @@ TEST(DurableReplies, NoBatchIsAnsweredBeforeItsRecordsAreSyncedAndItsWritesShare
     grpc::Status status;
     {
       runtime::SafeRegion client;  // this thread only runs the client from here on
-      auto channel =
-          grpc::CreateChannel("127.0.0.1:" + std::to_string(rpc.port()), grpc::InsecureChannelCredentials());
+      std::shared_ptr<grpc::Channel> channel = served->Channel();
       auto pipeline = revkv::v1::KV::NewStub(channel);
       grpc::ClientContext context;
       context.set_deadline(std::chrono::system_clock::now() + std::chrono::seconds(30));
@@ -203,7 +208,7 @@ TEST(DurableReplies, NoBatchIsAnsweredBeforeItsRecordsAreSyncedAndItsWritesShare
                 static_cast<unsigned long long>(wakeups));
     CHILD_CHECK(fsyncs >= 1 && fsyncs <= 2, "a batch of %d Puts took %lld fsyncs", kPuts,
                 static_cast<long long>(fsyncs));
-    rpc.Shutdown(std::chrono::seconds(5));
+    served->rpc.Shutdown(std::chrono::seconds(5));
     return 0;
   });
 }
@@ -212,33 +217,13 @@ TEST(DurableReplies, ABatchWhoseRecordsAreNeverDurableIsAnsweredWithTheLogFailur
   const std::string dir = TempDir("durable-batch-failure");
   ASSERT_CHILD_PASSES([&] {
     FaultInjectingFileSystem disk(DefaultFileSystem());
-    EngineOptions o = Options(dir);
-    o.file_system = &disk;
-    RecoveryReport report;
-    CHILD_READ(engine, Engine::Open(o, &report));
-    Lessor lessor(&engine->store());
-    ServerConfig config;
-    config.listen = "127.0.0.1:0";
-    config.metrics_listen = "";
-    config.workers = 1;
-    MetricsRegistry metrics;
-    ServerState state;
-    state.engine = engine.get();
-    state.lessor = &lessor;
-    state.config = &config;
-    state.metrics = &metrics;
-    RegisterServerMetrics(&state, &metrics);
-    absl::StatusOr<std::unique_ptr<GrpcListener>> listener = GrpcListener::Bind(config.listen);
-    CHILD_CHECK(listener.ok(), "the gRPC port could not be bound");
-    RpcServer rpc(&state);
-    CHILD_CHECK(rpc.Start(listener->get()).ok(), "the server did not start");
+    CHILD_READ(served, ServedEngine::Start(dir, &disk));
 
     revkv::v1::TxnBatchResponse answer;
     grpc::Status status;
     {
       runtime::SafeRegion client;  // this thread only runs the client from here on
-      auto channel =
-          grpc::CreateChannel("127.0.0.1:" + std::to_string(rpc.port()), grpc::InsecureChannelCredentials());
+      std::shared_ptr<grpc::Channel> channel = served->Channel();
       auto pipeline = revkv::v1::KV::NewStub(channel);
       grpc::ClientContext context;
       context.set_deadline(std::chrono::system_clock::now() + std::chrono::seconds(30));
@@ -274,7 +259,7 @@ TEST(DurableReplies, ABatchWhoseRecordsAreNeverDurableIsAnsweredWithTheLogFailur
       CHILD_CHECK(r.error().code() == grpc::StatusCode::UNAVAILABLE && !r.error().message().empty(),
                   "Put %d: code %d \"%s\"", i, r.error().code(), r.error().message().c_str());
     }
-    rpc.Shutdown(std::chrono::seconds(5));
+    served->rpc.Shutdown(std::chrono::seconds(5));
     return 0;
   });
 }

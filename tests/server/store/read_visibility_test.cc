@@ -18,43 +18,23 @@
 #include "server/store/store.h"
 #include "server/wal/fault_injecting_file_system.h"
 #include "server/wal/wal.h"
+#include "tests/server/store/logged_store_test_base.h"
 
 namespace revkv::server {
 namespace {
 
-class ReadVisibilityTest : public ::testing::Test {
+class ReadVisibilityTest : public LoggedStoreTestBase {
  protected:
   void SetUp() override {
-    runtime::HeapOptions o;
-    o.max_heap_bytes = size_t{1} << 30;
-    runtime::InitializeRuntime(o);
-    registration_.emplace("visibility-test");
-    dir_ =
-        (std::filesystem::temp_directory_path() / ("revkv-visibility-" + std::to_string(getpid()))).string();
-    std::filesystem::remove_all(dir_);
     WalOptions wo;
-    wo.dir = dir_;
     wo.file_system = &fs_;
     wo.fsync_mode = FsyncMode::kAlways;
-    // Revision 1 is the empty store: the log starts at revision 2, as the engine opens it.
-    auto wal = Wal::Open(
-        wo, 1, [](int64_t, std::string_view) { return absl::OkStatus(); }, nullptr);
-    ASSERT_TRUE(wal.ok()) << wal.status();
-    wal_ = std::move(*wal);
-    auto s = Store::Create(StoreOptions(), wal_.get());
-    ASSERT_TRUE(s.ok()) << s.status();
-    store_ = std::move(*s);
+    OpenStore("visibility-test", wo);
   }
   void TearDown() override {
     fs_.ResumeWrites();
     if (writer_.joinable()) writer_.join();  // a failed assertion may have left it waiting
-    store_.reset();
-    if (wal_ != nullptr) {
-      EXPECT_TRUE(wal_->Close().ok());
-    }
-    wal_.reset();
-    registration_.reset();
-    std::filesystem::remove_all(dir_);
+    CloseStore();
   }
 
   // A Put that waits for its record, as the server acknowledges it; returns its revision.
@@ -103,11 +83,7 @@ class ReadVisibilityTest : public ::testing::Test {
     writer_.join();
   }
 
-  std::string dir_;
   FaultInjectingFileSystem fs_{DefaultFileSystem()};
-  std::unique_ptr<Wal> wal_;
-  std::optional<runtime::ThreadRegistration> registration_;
-  std::unique_ptr<Store> store_;
   std::thread writer_;
   std::atomic<int64_t> writer_revision_{0};
 };

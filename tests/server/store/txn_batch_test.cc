@@ -20,43 +20,22 @@
 #include "runtime/safepoint/safepoint.h"
 #include "server/store/store.h"
 #include "server/wal/wal.h"
+#include "tests/server/store/logged_store_test_base.h"
 
 namespace revkv::server {
 namespace {
 
 using Results = std::vector<absl::StatusOr<WriteResult<etcdserverpb::TxnResponse>>>;
 
-class TxnBatchTest : public ::testing::Test {
+class TxnBatchTest : public LoggedStoreTestBase {
  protected:
   void SetUp() override {
-    runtime::HeapOptions o;
-    o.max_heap_bytes = size_t{1} << 30;
-    runtime::InitializeRuntime(o);
-    registration_.emplace("txn-batch-test");
-    dir_ =
-        (std::filesystem::temp_directory_path() / ("revkv-txn-batch-" + std::to_string(getpid()))).string();
-    std::filesystem::remove_all(dir_);
     WalOptions wo;
-    wo.dir = dir_;
     wo.fsync_mode = FsyncMode::kAlways;
     wo.buffer_bytes = kBufferBytes;
-    auto wal = Wal::Open(
-        wo, 1, [](int64_t, std::string_view) { return absl::OkStatus(); }, nullptr);
-    ASSERT_TRUE(wal.ok()) << wal.status();
-    wal_ = std::move(*wal);
-    auto s = Store::Create(StoreOptions(), wal_.get());
-    ASSERT_TRUE(s.ok()) << s.status();
-    store_ = std::move(*s);
+    OpenStore("txn-batch-test", wo);
   }
-  void TearDown() override {
-    store_.reset();
-    if (wal_ != nullptr) {
-      EXPECT_TRUE(wal_->Close().ok());
-    }
-    wal_.reset();
-    registration_.reset();
-    std::filesystem::remove_all(dir_);
-  }
+  void TearDown() override { CloseStore(); }
 
   static constexpr size_t kBufferBytes = 64 * 1024;
 
@@ -69,11 +48,6 @@ class TxnBatchTest : public ::testing::Test {
     }
     return requests;
   }
-
-  std::string dir_;
-  std::unique_ptr<Wal> wal_;
-  std::optional<runtime::ThreadRegistration> registration_;
-  std::unique_ptr<Store> store_;
 };
 
 TEST_F(TxnBatchTest, ABatchWakesTheFlusherOnceAndWaitsForItsNewestRecord) {
