@@ -5,7 +5,9 @@
 #include <grpc/support/log.h>
 
 #include <cstdlib>
+#include <exception>
 #include <memory>
+#include <string>
 
 #include "runtime/port/diagnostics.h"
 #include "spdlog/pattern_formatter.h"
@@ -111,6 +113,27 @@ void ForwardDiagnostic(runtime::port::DiagnosticSeverity severity, const char* m
   }
 }
 
+// std::terminate (an exception nothing caught, a noexcept function that threw, a joinable std::thread
+// destroyed) as one flushed critical line naming the exception, then an abort as the default handler's.
+[[noreturn]] void LogTermination() {
+  std::string what = "std::terminate called";
+  if (const std::exception_ptr current = std::current_exception()) {
+    try {
+      std::rethrow_exception(current);
+    } catch (const std::exception& e) {
+      what += " after an uncaught exception: ";
+      what += e.what();
+    } catch (...) {
+      what += " after an uncaught exception not derived from std::exception";
+    }
+  }
+  if (const std::shared_ptr<spdlog::logger> logger = spdlog::default_logger()) {
+    logger->critical("{}", what);
+    logger->flush();
+  }
+  std::abort();
+}
+
 }  // namespace
 
 void AppendJsonEscaped(std::string_view text, std::string& out) {
@@ -197,6 +220,7 @@ void SetUpLogging(LogLevel level, LogFormat format) {
   }
   google::protobuf::SetLogHandler(ForwardProtobufLog);
   runtime::port::SetDiagnosticSink(ForwardDiagnostic);
+  std::set_terminate(LogTermination);
 }
 
 }  // namespace revkv::server

@@ -23,7 +23,8 @@
 namespace revkv::server {
 
 // Makes "revkv" (stderr, in `format`, at `level`) the default logger and routes gRPC's and protobuf's
-// logging into its sink. Call once, early.
+// logging into its sink, and std::terminate's reason too (a critical line before the abort). Call once,
+// early.
 void SetUpLogging(LogLevel level, LogFormat format);
 
 // Appends `text` to `out` as the inside of a JSON string: '"', '\\' and control characters escaped,

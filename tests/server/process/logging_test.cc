@@ -7,7 +7,9 @@
 #include <unistd.h>
 
 #include <sstream>
+#include <stdexcept>
 #include <string>
+#include <thread>
 
 #include "nlohmann/json.hpp"
 #include "runtime/port/diagnostics.h"
@@ -115,6 +117,18 @@ TEST(Logging, TheRuntimesWarningsAndFatalErrorsAreLogLines) {
       },
       R"(\{"time":"[^"]+","level":"critical","logger":"revkv","thread":[0-9]+,)"
       R"("msg":"revkv runtime: allocation on thread 'worker-0'"\})");
+}
+
+// An exception nothing catches ends the process through std::terminate: its message is a critical log
+// line first (one JSON object with JSON logs), flushed before the abort.
+TEST(Logging, AnUncaughtExceptionIsALogLineBeforeTheAbort) {
+  EXPECT_DEATH(
+      {
+        SetUpLogging(LogLevel::kInfo, LogFormat::kJson);
+        std::thread([] { throw std::runtime_error("boom \"quoted\""); }).join();
+      },
+      R"(\{"time":"[^"]+","level":"critical","logger":"revkv","thread":[0-9]+,)"
+      R"("msg":"std::terminate called after an uncaught exception: boom \\"quoted\\""\})");
 }
 
 TEST(Logging, TextFormatIsOneLinePerMessageWithLevelAndThread) {
