@@ -19,6 +19,7 @@
 // REVKV_MUTATION_BLIND_COMPRESSION in barriers.cc, REVKV_MUTATION_NO_SNAPSHOT_HORIZON in clock.cc,
 // REVKV_MUTATION_NO_SKIP_HINTS in barriers.cc and descriptor.h.
 #include <algorithm>
+#include <atomic>
 #include <cstdio>
 #include <cstdlib>
 #include <random>
@@ -31,6 +32,7 @@
 #include "runtime/safepoint/safepoint.h"
 #include "runtime/safepoint/thread_context.h"
 #include "runtime/stm/descriptor.h"
+#include "runtime/stm/test_hooks.h"
 
 namespace revkv::runtime::stm {
 
@@ -65,6 +67,17 @@ void CancelLocks(TxDescriptor* d) {
   }
 }
 
+#ifdef REVKV_TEST_HOOKS
+std::atomic<testing::LockHook> g_lock_hook{nullptr};
+// After each lock AcquireLocks takes (test_hooks.h). Relaxed: the hook is installed before the threads
+// that call it start and removed after they are joined.
+void AfterLockTaken(const Object* head, size_t index) {
+  if (testing::LockHook hook = g_lock_hook.load(std::memory_order_relaxed)) hook(head, index);
+}
+#else
+inline void AfterLockTaken(const Object*, size_t) {}
+#endif
+
 // seed 000 AcquireLocks: in address order (gcroots is sorted), by CAS; spins on another committer's
 // lock without polling (that committer is running and will finish).
 void AcquireLocks(TxDescriptor* d) {
@@ -92,6 +105,7 @@ void AcquireLocks(TxDescriptor* d) {
       if (g.r->h_revision.compare_exchange_weak(v, d->my_lock, std::memory_order_acq_rel,
                                                 std::memory_order_relaxed)) {
         g.saved = v;
+        AfterLockTaken(g.r, static_cast<size_t>(&g - d->gcroots.data()));
         break;
       }
     }
@@ -208,6 +222,10 @@ void EndAttempt(TxDescriptor* d, bool committed) {
 }
 
 }  // namespace
+
+#ifdef REVKV_TEST_HOOKS
+void testing::SetLockHook(testing::LockHook hook) { g_lock_hook.store(hook, std::memory_order_relaxed); }
+#endif
 
 [[noreturn]] void AbortTransaction(TxDescriptor* d, AbortCause cause) {
   // The one exception: an attempt the progress guarantee made inevitable, whose body calls Retry(). It

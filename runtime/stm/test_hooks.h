@@ -4,6 +4,7 @@
 // calls, so a hook costs nothing there.
 #pragma once
 
+#include <cstddef>
 #include <cstdint>
 
 #include "runtime/heap/heap.h"
@@ -21,6 +22,15 @@ using CompressionHook = void (*)(const Object* link, uintptr_t loaded, const Obj
 // Installs `hook` (nullptr: none) for every thread. Not synchronised with running compressors: install
 // it before starting them and remove it after joining them.
 void SetCompressionHook(CompressionHook hook);
+
+// Called by a committing transaction in AcquireLocks, in the committing thread, right after it locked
+// `head` (the `index`-th lock it takes in this attempt). A hook may block for a while (a test then lets
+// another committer run against the locks already held) but must return, and must not allocate on the
+// heap or reach a safepoint: the committer holds header locks and is not parked.
+using LockHook = void (*)(const Object* head, size_t index);
+
+// Installs `hook` (nullptr: none) for every thread, under the same rule as SetCompressionHook.
+void SetLockHook(LockHook hook);
 
 }  // namespace revkv::runtime::stm::testing
 #endif  // REVKV_TEST_HOOKS

@@ -1118,6 +1118,80 @@ TEST_F(StmTest, WritersInOppositeOrdersDoNotDeadlock) {
   EXPECT_EQ(*total, static_cast<int64_t>(2 * kObjects * per_thread));
 }
 
+// Two commits that take their locks at the same time, their writes in opposite orders. The interleaving
+// is forced, not left to the scheduler (the test above catches a lock-order deadlock only when both of
+// its threads happen to be inside AcquireLocks at once, which a loaded machine rarely gives it):
+// - both bodies finish their reads and writes first (a body that read a head the other had locked
+//   would wait for it instead of committing);
+// - the first committer pauses right after its first lock until the second has taken a lock too, or
+//   for 200 ms.
+// In address order the second committer's first lock is the one the first holds, so it waits and holds
+// nothing the first needs. In write order (REVKV_MUTATION_NO_LOCK_ORDER) each ends up holding a lock the
+// other waits for, every time, and the watchdog reports the deadlock.
+std::atomic<bool> g_second_body_done{false};
+std::atomic<bool> g_first_paused{false};
+std::atomic<bool> g_second_holds_a_lock{false};
+thread_local int t_role = -1;  // 0: the first committer, 1: the second, -1: any other thread
+
+// The lock hook (stm/test_hooks.h): it may not allocate or reach a safepoint, and it does neither.
+void PauseTheFirstCommitter(const Object*, size_t index) {
+  // Release/acquire pairs below only order these flags; the STM's own locks order the objects.
+  if (t_role == 1) {
+    g_second_holds_a_lock.store(true, std::memory_order_release);
+    return;
+  }
+  if (t_role != 0 || index != 0 || g_first_paused.load(std::memory_order_relaxed)) return;
+  g_first_paused.store(true, std::memory_order_release);
+  const auto deadline = std::chrono::steady_clock::now() + 200ms;
+  while (!g_second_holds_a_lock.load(std::memory_order_acquire) &&
+         std::chrono::steady_clock::now() < deadline) {
+    std::this_thread::yield();
+  }
+}
+
+TEST_F(StmTest, TwoCommitsLockingOppositeWriteOrdersAtOnceDoNotDeadlock) {
+  Watchdog watchdog("two commits locking at once", 60s);
+  constexpr size_t kObjects = 32;
+  MakeAccounts(kObjects, 0);
+  g_second_body_done.store(false);
+  g_first_paused.store(false);
+  g_second_holds_a_lock.store(false);
+  stm::testing::SetLockHook(&PauseTheFirstCommitter);
+  std::vector<std::thread> threads;
+  for (int role = 0; role < 2; ++role) {
+    threads.emplace_back([&, role] {
+      ThreadRegistration r("opposite");
+      t_role = role;
+      bool waited = false;  // only the first attempt waits: a retry commits as it comes
+      ASSERT_TRUE(stm::Atomically([&](Tx& tx) {
+                    auto tbl = tx.Read(table());
+                    for (size_t k = 0; k < kObjects; ++k) {
+                      tx.Write(Ref<Account>(tbl->at(role == 0 ? k : kObjects - 1 - k)))->balance += 1;
+                    }
+                    if (waited) return;
+                    waited = true;
+                    if (role == 0) {  // commit only once the second body has read everything
+                      while (!g_second_body_done.load(std::memory_order_acquire)) tx.Poll();
+                    } else {  // commit only while the first committer holds its first lock
+                      g_second_body_done.store(true, std::memory_order_release);
+                      while (!g_first_paused.load(std::memory_order_acquire)) tx.Poll();
+                    }
+                  }).ok());
+    });
+  }
+  JoinAll(threads);
+  stm::testing::SetLockHook(nullptr);
+  EXPECT_TRUE(g_first_paused.load());
+  absl::StatusOr<int64_t> total = stm::ReadOnly([&](SnapshotTx& tx) {
+    auto tbl = tx.Read(table());
+    int64_t sum = 0;
+    for (size_t k = 0; k < kObjects; ++k) sum += tx.Read(Ref<Account>(tbl->at(k)))->balance;
+    return sum;
+  });
+  ASSERT_TRUE(total.ok());
+  EXPECT_EQ(*total, static_cast<int64_t>(2 * kObjects));
+}
+
 // Many compressors on one chain at once, with different targets (a writer keeps committing): each walks
 // from the first revision, which the table keeps naming, so every walk compresses the same links.
 // DESIGN 2.3: a link only ever moves forward, never over a head's time or a lock, and never makes a
