@@ -210,6 +210,12 @@ void SetFields(Entry* e, const Placement& p, size_t value_length, const EntryFie
   if (p.lease_slot) std::memcpy(e->mutable_tail(), &fields.lease, sizeof(fields.lease));
 }
 
+// Copies `bytes` to `to`. (memcpy with the null data of an empty string_view is undefined, even for
+// no bytes.)
+void CopyBytes(char* to, std::string_view bytes) {
+  if (!bytes.empty()) std::memcpy(to, bytes.data(), bytes.size());
+}
+
 // Where the inline value goes in `e`.
 char* InlineValue(Entry* e, const Placement& p) {
   return e->mutable_tail() + (p.lease_slot ? sizeof(int64_t) : 0) + (p.key_inline ? e->key_length : 0);
@@ -281,8 +287,8 @@ Ref<Entry> MakeEntry(Tx& tx, std::string_view key, std::string_view value, const
     WritePtr<Entry> e = tx.NewWithTail<Entry>(p.size() - sizeof(Entry));
     e->key_length = static_cast<uint32_t>(key.size());
     SetFields(e.operator->(), p, value_length, fields);
-    std::memcpy(e->mutable_tail() + key_at, key.data(), key.size());
-    std::memcpy(InlineValue(e.operator->(), p), value.data(), value_length);
+    CopyBytes(e->mutable_tail() + key_at, key);
+    CopyBytes(InlineValue(e.operator->(), p), value.substr(0, value_length));
     return e;
   }
   // The out-of-line parts first: each allocation may collect (the handles live in locals, seen by the
@@ -294,8 +300,8 @@ Ref<Entry> MakeEntry(Tx& tx, std::string_view key, std::string_view value, const
   SetFields(e.operator->(), p, value_length, fields);
   e.Set(&SpilledEntry::key_bytes, key_bytes);
   e.Set(&SpilledEntry::value_bytes, value_bytes);
-  if (p.key_inline) std::memcpy(e->mutable_tail() + key_at, key.data(), key.size());
-  if (p.value_inline) std::memcpy(InlineValue(e.operator->(), p), value.data(), value_length);
+  if (p.key_inline) CopyBytes(e->mutable_tail() + key_at, key);
+  if (p.value_inline) CopyBytes(InlineValue(e.operator->(), p), value.substr(0, value_length));
   return e;
 }
 
@@ -346,7 +352,7 @@ void UpdateEntry(Tx& tx, const Ref<StoreRoot>& root, std::string_view key, const
   SetFields(w.operator->(), p, value_length, fields);
   if (!value) return;  // the copy holds the old value (inline, or its reference)
   if (p.value_inline) {
-    std::memcpy(InlineValue(w.operator->(), p), value->data(), value->size());
+    CopyBytes(InlineValue(w.operator->(), p), *value);
   } else {
     static_cast<SpilledEntry*>(w.operator->())->value_bytes.Store(value_bytes.unsafe_raw());
   }

@@ -152,6 +152,11 @@ TEST_F(EntryLayoutTest, KeysAndValuesAreInlineUpToTheThresholdAndOutOfLineBeyond
     }
     store::EntryFields none;
     EXPECT_EQ(tx.Read(store::NewEntry(tx, Pattern('k', 16), Pattern('v', 100), none))->size(), 184u);
+    // An empty value or key given as a null string_view (the lease tables' rows) copies nothing.
+    runtime::stm::ReadPtr<store::Entry> empty =
+        tx.Read(store::NewEntry(tx, std::string_view(), std::string_view(), none));
+    EXPECT_EQ(empty->size(), sizeof(store::Entry));
+    EXPECT_TRUE(empty->key().empty() && empty->value().empty());
   });
   ASSERT_TRUE(s.ok()) << s;
 }
