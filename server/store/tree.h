@@ -47,7 +47,7 @@ inline constexpr int kFanout = 32;
 // A key or a value of at most this many bytes lives inline in its Entry; a longer one is a Bytes object
 // of its own that the entry references (a SpilledEntry). Inline saves the Bytes header and the reference
 // (32 bytes) and an allocation; out of line, a revision that changes only metadata (ignore_value, a
-// lease) copies 8 bytes instead of the part. At 256 bytes the out-of-line overhead is 11% of the part,
+// lease) copies 8 bytes instead of the part. At 256 bytes the out-of-line overhead is 12.5% of the part,
 // and the most a metadata-only revision copies beyond the fixed fields is 2 x 256 bytes.
 inline constexpr size_t kInlineMax = 256;
 // A new revision of an entry is a copy of the same size (the STM copies objects whole). It reuses the
