@@ -114,8 +114,8 @@ class Applier {
   KvRecord Record(const ReadPtr<Entry>& e, bool with_value = true) {
     const Entry* p = e.get();
     KvRecord r;
-    r.key = std::string(KeyAt(tx_, p->key));
-    if (with_value) r.value = std::string(KeyAt(tx_, p->value));
+    r.key = std::string(p->key());
+    if (with_value) r.value = std::string(p->value());
     const bool uncommitted = !p->HasFlag(runtime::kGlobal) && p->HasFlag(runtime::kWritten);
     if (p->mod_revision != 0) {
       r.mod_revision = p->mod_revision;
@@ -126,7 +126,7 @@ class Applier {
     }
     r.create_revision = p->create_revision != 0 ? p->create_revision : r.mod_revision;
     r.version = p->version;
-    r.lease = p->lease;
+    r.lease = p->lease();
     return r;
   }
 
@@ -137,7 +137,8 @@ class Applier {
     const bool sorted = r.sort_order() != etcdserverpb::RangeRequest::NONE;
     // A limit <= 0 means no limit; with sorting or filters everything is fetched first.
     // One more than the limit tells whether there is `more`; the largest limit already means "all".
-    const bool unlimited = sorted || filtered || r.limit() <= 0 || r.limit() == std::numeric_limits<int64_t>::max();
+    const bool unlimited =
+        sorted || filtered || r.limit() <= 0 || r.limit() == std::numeric_limits<int64_t>::max();
     const int64_t fetch_limit = unlimited ? 0 : r.limit() + 1;
     // Values are needed to sort on them even when the response leaves them out.
     const bool with_values = !r.keys_only() || r.sort_target() == etcdserverpb::RangeRequest::VALUE;
@@ -245,12 +246,13 @@ class Applier {
     if (old) {
       KvRecord o = Record(old);
       if (p.prev_kv()) ToProto(o, false, out->mutable_prev_kv());
-      WritePtr<Entry> w = tx_.Write(old);
-      if (!p.ignore_value()) w.Set(&Entry::value, tx_.NewBytes(p.value()));
-      w->create_revision = o.create_revision == kPendingRevision ? 0 : o.create_revision;
-      w->mod_revision = 0;
-      w->version = o.version + 1;
-      w->lease = p.ignore_lease() ? o.lease : p.lease();
+      EntryFields f;
+      f.create_revision = o.create_revision == kPendingRevision ? 0 : o.create_revision;
+      f.mod_revision = 0;
+      f.version = o.version + 1;
+      f.lease = p.ignore_lease() ? o.lease : p.lease();
+      UpdateEntry(tx_, root_, p.key(), old,
+                  p.ignore_value() ? std::nullopt : std::optional<std::string_view>(p.value()), f);
       if (sink_ != nullptr) {
         KeyEvent& ev = sink_->emplace_back();
         ev.kv = KvRecord{o.key,
@@ -258,22 +260,19 @@ class Applier {
                          o.create_revision,
                          kPendingRevision,
                          o.version + 1,
-                         w->lease};
+                         f.lease};
         ev.has_prev = true;
         ev.prev = std::move(o);  // the last use of o
       }
-      if (w->lease != o.lease) {  // moved to another lease (or to none): the index follows
+      if (f.lease != o.lease) {  // moved to another lease (or to none): the index follows
         if (o.lease != 0) Detach(tx_, root_, o.lease, p.key());
         if (p.lease() != 0) Attach(tx_, root_, p.lease(), p.key());
       }
     } else {
-      WritePtr<Entry> e = tx_.template New<Entry>();
-      Ref<Bytes> key = tx_.NewBytes(p.key());
-      e.Set(&Entry::key, key);
-      e.Set(&Entry::value, tx_.NewBytes(p.value()));
-      e->version = 1;
-      e->lease = p.lease();
-      Insert(tx_, root_, p.key(), key, Ref<Entry>(e));
+      EntryFields f;
+      f.version = 1;
+      f.lease = p.lease();
+      InsertEntry(tx_, root_, p.key(), p.value(), f);
       if (p.lease() != 0) Attach(tx_, root_, p.lease(), p.key());
       ++key_delta_;
       if (sink_ != nullptr) {

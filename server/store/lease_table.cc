@@ -11,15 +11,10 @@ namespace {
 
 // An index entry: `key` (the tree's key) and an empty value; the lease fields as given.
 void InsertRow(Tx& tx, const Ref<StoreRoot>& tree, const std::string& key, int64_t id, int64_t ttl) {
-  WritePtr<Entry> e = tx.New<Entry>();
-  Ref<Bytes> key_bytes = tx.NewBytes(key);
-  e.Set(&Entry::key, key_bytes);
-  e.Set(&Entry::value, tx.NewBytes(std::string_view()));
-  e->create_revision = 0;
-  e->mod_revision = 0;
-  e->version = ttl;
-  e->lease = id;
-  Insert(tx, tree, key, key_bytes, Ref<Entry>(e));
+  EntryFields f;
+  f.version = ttl;
+  f.lease = id;
+  InsertEntry(tx, tree, key, std::string_view(), f);
 }
 
 }  // namespace

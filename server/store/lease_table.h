@@ -66,7 +66,7 @@ template <class TxT, class Visit>
 void ForEachLease(TxT& tx, const Ref<StoreRoot>& root, Visit&& visit) {
   KeyRange all;
   ForEachInRange(tx, LeaseTree(tx, root), all,
-                 [&](const ReadPtr<Entry>& e) { return visit(e->lease, e->version); });
+                 [&](const ReadPtr<Entry>& e) { return visit(e->lease(), e->version); });
 }
 
 // The keys attached to lease `id`, in key order.
@@ -74,7 +74,7 @@ template <class TxT>
 std::vector<std::string> AttachedKeys(TxT& tx, const Ref<StoreRoot>& root, int64_t id) {
   std::vector<std::string> keys;
   ForEachInRange(tx, AttachmentTree(tx, root), AttachedRange(id), [&](const ReadPtr<Entry>& e) {
-    keys.emplace_back(KeyAt(tx, e->key).substr(8));
+    keys.emplace_back(e->key().substr(8));
     return true;
   });
   return keys;

@@ -1038,15 +1038,12 @@ absl::Status Store::LoadEntries(const std::vector<StoredKeyValue>& batch, int64_
   absl::Status s = runtime::stm::Atomically([&](Tx& tx) {
     Ref<store::StoreRoot> root = RootRef();
     for (const StoredKeyValue& item : batch) {
-      WritePtr<store::Entry> e = tx.New<store::Entry>();
-      Ref<Bytes> key = tx.NewBytes(item.key);
-      e.Set(&store::Entry::key, key);
-      e.Set(&store::Entry::value, tx.NewBytes(item.value));
-      e->create_revision = item.create_revision;
-      e->mod_revision = item.mod_revision;
-      e->version = item.version;
-      e->lease = item.lease;
-      store::Insert(tx, root, item.key, key, Ref<store::Entry>(e));
+      store::EntryFields f;
+      f.create_revision = item.create_revision;
+      f.mod_revision = item.mod_revision;
+      f.version = item.version;
+      f.lease = item.lease;
+      store::InsertEntry(tx, root, item.key, item.value, f);
       if (item.lease != 0) store::Attach(tx, root, item.lease, item.key);
     }
   });

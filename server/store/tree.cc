@@ -7,6 +7,8 @@
 
 #include <cstdio>
 #include <cstdlib>
+#include <cstring>
+#include <string>
 
 #include "runtime/port/diagnostics.h"
 
@@ -133,13 +135,23 @@ void Path::Push(ReadPtr<Inner> node, uint32_t index) {
 }
 
 TypeDescriptor Entry::Describe() {
-  return TypeDescriptor::Fixed<Entry>("store.Entry", &Entry::key, &Entry::value);
+  TypeDescriptor d = TypeDescriptor::Fixed<Entry>("store.Entry");
+  d.tail = TypeDescriptor::Tail::kBytes;  // lease slot, key, value: never scanned
+  d.tail_offset = sizeof(Entry);
+  return d;
+}
+
+TypeDescriptor SpilledEntry::Describe() {
+  TypeDescriptor d = TypeDescriptor::Fixed<SpilledEntry>("store.SpilledEntry", &SpilledEntry::key_bytes,
+                                                         &SpilledEntry::value_bytes);
+  d.tail = TypeDescriptor::Tail::kBytes;
+  d.tail_offset = sizeof(SpilledEntry);
+  return d;
 }
 
 TypeDescriptor Leaf::Describe() {
   const Leaf* l = Probe<Leaf>();
   TypeDescriptor d = TypeDescriptor::Fixed<Leaf>("store.Leaf");
-  for (int i = 0; i < kFanout; ++i) d.ref_offsets.push_back(OffsetIn(l, &l->keys[i]));
   for (int i = 0; i < kFanout; ++i) d.ref_offsets.push_back(OffsetIn(l, &l->entries[i]));
   return d;
 }
@@ -165,20 +177,58 @@ WritePtr<StoreRoot> NewTree(Tx& tx) {
   return root;
 }
 
-void Insert(Tx& tx, const Ref<StoreRoot>& root, std::string_view key, const Ref<Bytes>& key_bytes,
-            const Ref<Entry>& entry) {
+namespace {
+
+// Where a new entry puts its parts, and its size.
+struct Placement {
+  bool key_inline;
+  bool value_inline;
+  bool lease_slot;
+  size_t tail_bytes;  // lease slot and inline parts
+  bool spilled() const { return !key_inline || !value_inline; }
+  size_t size() const {
+    const size_t fixed = spilled() ? sizeof(SpilledEntry) : sizeof(Entry);
+    return (fixed + tail_bytes + runtime::kObjectAlignment - 1) & ~(runtime::kObjectAlignment - 1);
+  }
+};
+
+Placement Place(size_t key_length, size_t value_length, bool lease_slot) {
+  Placement p{key_length <= kInlineMax, value_length <= kInlineMax, lease_slot, 0};
+  p.tail_bytes = (lease_slot ? sizeof(int64_t) : 0) + (p.key_inline ? key_length : 0) +
+                 (p.value_inline ? value_length : 0);
+  return p;
+}
+
+// Writes `fields` and the value's length word into `e` (whose placement is `p`), and the lease if the
+// entry has a slot. The inline parts are the caller's.
+void SetFields(Entry* e, const Placement& p, size_t value_length, const EntryFields& fields) {
+  Check(value_length <= Entry::kMaxValueLength, "value of 2^31 bytes or more");
+  e->create_revision = fields.create_revision;
+  e->mod_revision = fields.mod_revision;
+  e->version = fields.version;
+  e->value_word = static_cast<uint32_t>(value_length) | (p.lease_slot ? Entry::kLeaseSlot : 0);
+  if (p.lease_slot) std::memcpy(e->mutable_tail(), &fields.lease, sizeof(fields.lease));
+}
+
+// Copies `bytes` to `to`. (memcpy with the null data of an empty string_view is undefined, even for
+// no bytes.)
+void CopyBytes(char* to, std::string_view bytes) {
+  if (!bytes.empty()) std::memcpy(to, bytes.data(), bytes.size());
+}
+
+// Where the inline value goes in `e`.
+char* InlineValue(Entry* e, const Placement& p) {
+  return e->mutable_tail() + (p.lease_slot ? sizeof(int64_t) : 0) + (p.key_inline ? e->key_length : 0);
+}
+
+// Inserts `entry` for `key` (absent from the tree), splitting nodes as needed.
+void Insert(Tx& tx, const Ref<StoreRoot>& root, std::string_view key, const Ref<Entry>& entry) {
   Path path;
   ReadPtr<Leaf> leaf = Descend(tx, root, key, &path);
   const uint32_t pos = LowerBound(tx, leaf.get(), key);
-  WritePtr<Leaf> right;
-  if (leaf->count == kFanout) right = tx.New<Leaf>();  // allocate before rearranging anything
-  WritePtr<Leaf> w = tx.Write(leaf);
-  if (w->count < kFanout) {
-    for (uint32_t j = w->count; j > pos; --j) {
-      Copy(w, w->keys[j], w->keys[j - 1]);
-      Copy(w, w->entries[j], w->entries[j - 1]);
-    }
-    w.Set(w->keys[pos], key_bytes);
+  if (leaf->count < kFanout) {
+    WritePtr<Leaf> w = tx.Write(leaf);
+    for (uint32_t j = w->count; j > pos; --j) Copy(w, w->entries[j], w->entries[j - 1]);
     w.Set(w->entries[pos], entry);
     ++w->count;
     return;
@@ -189,11 +239,12 @@ void Insert(Tx& tx, const Ref<StoreRoot>& root, std::string_view key, const Ref<
   // instead of leaving every one half empty.
   constexpr uint32_t kTotal = kFanout + 1;
   const uint32_t m = pos == kFanout ? kFanout : kTotal / 2;
-  auto key_at = [&](uint32_t j) -> Ref<Bytes> {
-    if (j < pos) return Ref<Bytes>(w->keys[j]);
-    if (j == pos) return key_bytes;
-    return Ref<Bytes>(w->keys[j - 1]);
-  };
+  // The separator (the right leaf's first key) is a Bytes of its own: allocated, like the right leaf,
+  // before anything is rearranged. Copied out of its entry first: the allocation may move the entry.
+  const std::string first_right(m == pos ? key : LeafKey(leaf->entries[m < pos ? m : m - 1]));
+  WritePtr<Leaf> right = tx.New<Leaf>();
+  Ref<Bytes> separator = tx.NewBytes(first_right);
+  WritePtr<Leaf> w = tx.Write(leaf);
   auto entry_at = [&](uint32_t j) -> Ref<Entry> {
     if (j < pos) return Ref<Entry>(w->entries[j]);
     if (j == pos) return entry;
@@ -201,38 +252,119 @@ void Insert(Tx& tx, const Ref<StoreRoot>& root, std::string_view key, const Ref<
   };
   right->is_leaf = 1;
   right->count = kTotal - m;
-  for (uint32_t j = m; j < kTotal; ++j) {
-    right.Set(right->keys[j - m], key_at(j));
-    right.Set(right->entries[j - m], entry_at(j));
-  }
+  for (uint32_t j = m; j < kTotal; ++j) right.Set(right->entries[j - m], entry_at(j));
   if (pos < m) {
-    for (uint32_t j = m - 1; j > pos; --j) {
-      Copy(w, w->keys[j], w->keys[j - 1]);
-      Copy(w, w->entries[j], w->entries[j - 1]);
-    }
-    w.Set(w->keys[pos], key_bytes);
+    for (uint32_t j = m - 1; j > pos; --j) Copy(w, w->entries[j], w->entries[j - 1]);
     w.Set(w->entries[pos], entry);
   }
-  for (uint32_t j = m; j < kFanout; ++j) {
-    w->keys[j].Store(nullptr);
-    w->entries[j].Store(nullptr);
-  }
+  for (uint32_t j = m; j < kFanout; ++j) w->entries[j].Store(nullptr);
   w->count = m;
-  InsertIntoParent(tx, root, path, path.depth - 1, Ref<Bytes>::FromRaw(right->keys[0].Load()),
-                   Ref<Node>(right));
+  InsertIntoParent(tx, root, path, path.depth - 1, separator, Ref<Node>(right));
+}
+
+// Puts `entry` in the place of `key`'s entry (present) in its leaf.
+void Replace(Tx& tx, const Ref<StoreRoot>& root, std::string_view key, const Ref<Entry>& entry) {
+  ReadPtr<Leaf> leaf = Descend(tx, root, key);
+  const uint32_t pos = LowerBound(tx, leaf.get(), key);
+  Check(pos < leaf->count && LeafKey(leaf->entries[pos]) == key, "replacing the entry of an absent key");
+  WritePtr<Leaf> w = tx.Write(leaf);
+  w.Set(w->entries[pos], entry);
+}
+
+}  // namespace
+
+namespace {
+
+// A new entry holding `key`, a value of `value_length` bytes and `fields`. The value is `shared_value`,
+// an existing out-of-line value (longer than kInlineMax) that the new entry references too, if it is
+// not null; else the bytes of `value`.
+Ref<Entry> MakeEntry(Tx& tx, std::string_view key, std::string_view value, const Ref<Bytes>& shared_value,
+                     size_t value_length, const EntryFields& fields) {
+  const Placement p = Place(key.size(), value_length, fields.lease != 0);
+  Check(!shared_value || !p.value_inline, "a shared value must be out of line");
+  const size_t key_at = p.lease_slot ? sizeof(int64_t) : 0;
+  if (!p.spilled()) {
+    WritePtr<Entry> e = tx.NewWithTail<Entry>(p.size() - sizeof(Entry));
+    e->key_length = static_cast<uint32_t>(key.size());
+    SetFields(e.operator->(), p, value_length, fields);
+    CopyBytes(e->mutable_tail() + key_at, key);
+    CopyBytes(InlineValue(e.operator->(), p), value.substr(0, value_length));
+    return e;
+  }
+  // The out-of-line parts first: each allocation may collect (the handles live in locals, seen by the
+  // conservative scan).
+  Ref<Bytes> key_bytes = p.key_inline ? Ref<Bytes>() : tx.NewBytes(key);
+  Ref<Bytes> value_bytes = p.value_inline ? Ref<Bytes>() : shared_value ? shared_value : tx.NewBytes(value);
+  WritePtr<SpilledEntry> e = tx.NewWithTail<SpilledEntry>(p.size() - sizeof(SpilledEntry));
+  e->key_length = static_cast<uint32_t>(key.size());
+  SetFields(e.operator->(), p, value_length, fields);
+  e.Set(&SpilledEntry::key_bytes, key_bytes);
+  e.Set(&SpilledEntry::value_bytes, value_bytes);
+  if (p.key_inline) CopyBytes(e->mutable_tail() + key_at, key);
+  if (p.value_inline) CopyBytes(InlineValue(e.operator->(), p), value.substr(0, value_length));
+  return e;
+}
+
+}  // namespace
+
+Ref<Entry> NewEntry(Tx& tx, std::string_view key, std::string_view value, const EntryFields& fields) {
+  return MakeEntry(tx, key, value, Ref<Bytes>(), value.size(), fields);
+}
+
+void InsertEntry(Tx& tx, const Ref<StoreRoot>& root, std::string_view key, std::string_view value,
+                 const EntryFields& fields) {
+  Ref<Entry> e = NewEntry(tx, key, value, fields);
+  Insert(tx, root, key, e);
+}
+
+bool EntryCanHold(const Entry* e, size_t value_length, int64_t lease) {
+  if (lease != 0 && !e->has_lease_slot()) return false;
+  const Placement p = Place(e->key_length, value_length, e->has_lease_slot());
+  if (p.spilled() != e->spilled()) return false;
+  if (p.spilled()) {
+    const auto* s = static_cast<const SpilledEntry*>(e);
+    if (p.value_inline != (s->value_bytes.Load() == nullptr)) return false;
+  }
+  return p.size() <= e->size() && e->size() - p.size() <= kMaxSlack;
+}
+
+void UpdateEntry(Tx& tx, const Ref<StoreRoot>& root, std::string_view key, const ReadPtr<Entry>& old,
+                 std::optional<std::string_view> value, const EntryFields& fields) {
+  const size_t value_length = value ? value->size() : old->value_length();
+  if (!EntryCanHold(old.get(), value_length, fields.lease)) {
+    if (value) {
+      Replace(tx, root, key, NewEntry(tx, key, *value, fields));
+      return;
+    }
+    // The old value in a new object (a lease slot was missing): an out-of-line value is shared, not
+    // copied; an inline one (at most kInlineMax bytes) is copied out first, as the allocation may move
+    // its entry.
+    Ref<Bytes> shared;
+    if (old->spilled()) shared = Ref<Bytes>(static_cast<const SpilledEntry*>(old.get())->value_bytes);
+    const std::string inline_value = shared ? std::string() : std::string(old->value());
+    Replace(tx, root, key, MakeEntry(tx, key, inline_value, shared, value_length, fields));
+    return;
+  }
+  const Placement p = Place(key.size(), value_length, old->has_lease_slot());
+  // A new out-of-line value is allocated before the write barrier's copy, which may collect too.
+  Ref<Bytes> value_bytes = !value || p.value_inline ? Ref<Bytes>() : tx.NewBytes(*value);
+  WritePtr<Entry> w = tx.Write(old);
+  SetFields(w.operator->(), p, value_length, fields);
+  if (!value) return;  // the copy holds the old value (inline, or its reference)
+  if (p.value_inline) {
+    CopyBytes(InlineValue(w.operator->(), p), *value);
+  } else {
+    static_cast<SpilledEntry*>(w.operator->())->value_bytes.Store(value_bytes.unsafe_raw());
+  }
 }
 
 bool Erase(Tx& tx, const Ref<StoreRoot>& root, std::string_view key) {
   Path path;
   ReadPtr<Leaf> leaf = Descend(tx, root, key, &path);
   const uint32_t pos = LowerBound(tx, leaf.get(), key);
-  if (pos >= leaf->count || KeyAt(tx, leaf->keys[pos]) != key) return false;
+  if (pos >= leaf->count || LeafKey(leaf->entries[pos]) != key) return false;
   WritePtr<Leaf> w = tx.Write(leaf);
-  for (uint32_t j = pos; j + 1 < w->count; ++j) {
-    Copy(w, w->keys[j], w->keys[j + 1]);
-    Copy(w, w->entries[j], w->entries[j + 1]);
-  }
-  w->keys[w->count - 1].Store(nullptr);
+  for (uint32_t j = pos; j + 1 < w->count; ++j) Copy(w, w->entries[j], w->entries[j + 1]);
   w->entries[w->count - 1].Store(nullptr);
   --w->count;
   if (w->count == 0 && !path.empty()) RemoveFromParent(tx, root, path, path.depth - 1);

@@ -3,8 +3,9 @@
 //
 // Layout. A StoreRoot (the object the store's GlobalRoot names) points to the tree's root node. Inner
 // nodes hold up to kFanout children and kFanout-1 separator keys (separator i is the smallest key of
-// child i+1); leaves hold up to kFanout sorted keys and their entries. Keys and values are immutable
-// Bytes; an Entry is {key, value, create_revision, mod_revision, version, lease}.
+// child i+1, an immutable Bytes of its own); leaves hold up to kFanout entries in key order. An Entry
+// holds its key (which searches read from it), its value, and {create_revision, mod_revision, version,
+// lease}: small keys and values inline, so a key of the benchmark's shape is one object (see Entry).
 //
 // The one rule: a reference names an object, not a revision. Writing a node or an entry makes a new
 // revision of *that* object (seed 000), so a parent never needs rewriting when a child changes:
@@ -21,6 +22,8 @@
 
 #include <algorithm>
 #include <cstdint>
+#include <cstring>
+#include <optional>
 #include <string>
 #include <string_view>
 #include <vector>
@@ -41,15 +44,104 @@ using runtime::stm::WritePtr;
 
 inline constexpr int kFanout = 32;
 
+// A key or a value of at most this many bytes lives inline in its Entry; a longer one is a Bytes object
+// of its own that the entry references (a SpilledEntry). Inline saves the Bytes header and the reference
+// (32 bytes) and an allocation; out of line, a revision that changes only metadata (ignore_value, a
+// lease) copies 8 bytes instead of the part. At 256 bytes the out-of-line overhead is 12.5% of the part,
+// and the most a metadata-only revision copies beyond the fixed fields is 2 x 256 bytes.
+inline constexpr size_t kInlineMax = 256;
+// A new revision of an entry is a copy of the same size (the STM copies objects whole). It reuses the
+// entry object when its content fits and leaves at most this many bytes unused; otherwise the key gets a
+// new entry object, which replaces the old one in its leaf (UpdateEntry).
+inline constexpr size_t kMaxSlack = 32;
+
+// The record of a key; each revision of the object is one state of the key. Layout (64 bytes, then the
+// tail):
+//   VersionedObject header (32) | create_revision | mod_revision | version | key_length | value_word
+//   tail: [lease (int64), if the entry has a lease slot] [key, if inline] [value, if inline]
+// The key never changes for the life of the object (every revision has the same key bytes), which is
+// what lets a search read it from any revision (LeafKey). The tail is bytes: the collector never scans
+// it; a SpilledEntry's two references come before its tail, at fixed offsets.
 struct Entry : VersionedObject {
-  Field<Bytes> key;
-  Field<Bytes> value;
   int64_t create_revision;  // 0: this entry revision created the key
   int64_t mod_revision;     // 0: the revision of the commit that made this entry revision
   int64_t version;
-  int64_t lease;
+  uint32_t key_length;
+  uint32_t value_word;  // bits 0-30: the value's length; bit 31: kLeaseSlot
+
+  static constexpr uint32_t kLeaseSlot = 1u << 31;
+  static constexpr uint32_t kMaxValueLength = kLeaseSlot - 1;
+
+  bool spilled() const;  // a SpilledEntry
+  bool has_lease_slot() const { return (value_word & kLeaseSlot) != 0; }
+  size_t value_length() const { return value_word & kMaxValueLength; }
+  // The lease (0: none). Only an entry with a lease slot can have one.
+  int64_t lease() const;
+  std::string_view key() const;
+  std::string_view value() const;
+  // Where the tail starts: after the fixed fields of this entry's type.
+  size_t tail_offset() const;
+  const char* tail() const { return reinterpret_cast<const char*>(this) + tail_offset(); }
+  char* mutable_tail() { return reinterpret_cast<char*>(this) + tail_offset(); }
   static TypeDescriptor Describe();
 };
+static_assert(sizeof(Entry) == 64);
+
+// An entry whose key or value is longer than kInlineMax: that part is a Bytes of its own (the other may
+// still be inline: a null reference means inline).
+struct SpilledEntry : Entry {
+  Field<Bytes> key_bytes;    // null: the key is inline
+  Field<Bytes> value_bytes;  // null: the value is inline
+  static TypeDescriptor Describe();
+};
+static_assert(sizeof(SpilledEntry) == 80);
+
+inline bool Entry::spilled() const { return type() == runtime::TypeIdOf<SpilledEntry>(); }
+inline size_t Entry::tail_offset() const { return spilled() ? sizeof(SpilledEntry) : sizeof(Entry); }
+inline int64_t Entry::lease() const {
+  if (!has_lease_slot()) return 0;
+  int64_t id;
+  std::memcpy(&id, tail(), sizeof(id));
+  return id;
+}
+inline std::string_view Entry::key() const {
+  if (spilled()) {
+    const Bytes* b = static_cast<const SpilledEntry*>(this)->key_bytes.Load();
+    if (b != nullptr) return b->view();
+  }
+  return {tail() + (has_lease_slot() ? sizeof(int64_t) : 0), key_length};
+}
+inline std::string_view Entry::value() const {
+  const char* t = tail() + (has_lease_slot() ? sizeof(int64_t) : 0);
+  if (spilled()) {
+    const auto* s = static_cast<const SpilledEntry*>(this);
+    if (const Bytes* b = s->value_bytes.Load(); b != nullptr) return b->view();
+    if (s->key_bytes.Load() == nullptr) t += key_length;
+    return {t, value_length()};
+  }
+  return {t + key_length, value_length()};
+}
+
+// The fields of an entry revision besides its key and value.
+struct EntryFields {
+  int64_t create_revision = 0;
+  int64_t mod_revision = 0;
+  int64_t version = 0;
+  int64_t lease = 0;
+};
+
+// The key of the entry in `slot` (a leaf's), read without a read barrier: every revision of an entry
+// object has the same key, so whichever revision or local copy the slot names (another reader's
+// container fix-up may move it to a newer revision at any time) gives the right bytes, and the read
+// neither enters the read set nor conflicts with a writer of the entry (a new revision changes only the
+// value and the fields). Valid until the next allocation or poll, like every view into the heap.
+inline std::string_view LeafKey(const Field<Entry>& slot) {
+  const Entry* e = Ref<Entry>(slot).unsafe_raw();
+  // Acquire: pairs with the release store of h_revision that published this revision, as the read
+  // barrier's does (a slot fixed up by another reader was stored with relaxed order).
+  (void)e->h_revision.load(std::memory_order_acquire);
+  return e->key();
+}
 
 struct Node : VersionedObject {
   uint32_t count;  // keys in a leaf; children in an inner node
@@ -57,8 +149,7 @@ struct Node : VersionedObject {
 };
 
 struct Leaf : Node {
-  Field<Bytes> keys[kFanout];
-  Field<Entry> entries[kFanout];
+  Field<Entry> entries[kFanout];  // in key order; the keys are the entries' (LeafKey)
   static TypeDescriptor Describe();
 };
 
@@ -124,12 +215,12 @@ uint32_t ChildIndex(TxT& tx, const Inner* inner, std::string_view key) {
 
 // Position of the first key >= `key` in `leaf`.
 template <class TxT>
-uint32_t LowerBound(TxT& tx, const Leaf* leaf, std::string_view key) {
+uint32_t LowerBound(TxT& /*tx*/, const Leaf* leaf, std::string_view key) {
   uint32_t lo = 0;
   uint32_t hi = leaf->count;
   while (lo < hi) {
     const uint32_t mid = (lo + hi) / 2;
-    if (CompareKeys(KeyAt(tx, leaf->keys[mid]), key) < 0) {
+    if (CompareKeys(LeafKey(leaf->entries[mid]), key) < 0) {
       lo = mid + 1;
     } else {
       hi = mid;
@@ -174,7 +265,7 @@ template <class TxT>
 ReadPtr<Entry> Find(TxT& tx, const Ref<StoreRoot>& root, std::string_view key) {
   ReadPtr<Leaf> leaf = Descend(tx, root, key);
   const uint32_t i = LowerBound(tx, leaf.get(), key);
-  if (i < leaf->count && KeyAt(tx, leaf->keys[i]) == key) return tx.Read(Ref<Entry>(leaf->entries[i]));
+  if (i < leaf->count && LeafKey(leaf->entries[i]) == key) return tx.Read(Ref<Entry>(leaf->entries[i]));
   return ReadPtr<Entry>();
 }
 
@@ -188,7 +279,7 @@ void ForEachInRange(TxT& tx, const Ref<StoreRoot>& root, const KeyRange& range, 
   size_t seen = 0;
   for (;;) {
     for (; i < leaf->count; ++i) {
-      std::string_view k = KeyAt(tx, leaf->keys[i]);
+      std::string_view k = LeafKey(leaf->entries[i]);
       if (!range.Contains(k)) {
         if (range.single || range.Before(k)) return;
         continue;
@@ -250,10 +341,30 @@ TreeShape MeasureShape(TxT& tx, const Ref<StoreRoot>& root) {
 // Creates an empty tree (a StoreRoot and an empty leaf) and returns the root.
 WritePtr<StoreRoot> NewTree(runtime::stm::Tx& tx);
 
-// Inserts `entry` for `key` (absent from the tree), splitting nodes as needed. `key_bytes` is the
-// entry's key object. (Updating an existing key needs no tree change: write its Entry.)
-void Insert(runtime::stm::Tx& tx, const Ref<StoreRoot>& root, std::string_view key,
-            const Ref<Bytes>& key_bytes, const Ref<Entry>& entry);
+// A new entry object (local to `tx`) holding `key`, `value` and `fields`: key and value inline up to
+// kInlineMax bytes each, a lease slot only when fields.lease is not 0. `key` and `value` must not point
+// into the heap (an allocation may move their object); the value is shorter than 2^31 bytes (request
+// limits keep it far below).
+Ref<Entry> NewEntry(runtime::stm::Tx& tx, std::string_view key, std::string_view value,
+                    const EntryFields& fields);
+
+// Inserts a new entry for `key` (absent from the tree) holding `value` and `fields`, splitting nodes as
+// needed. Same conditions on `key` and `value` as NewEntry.
+void InsertEntry(runtime::stm::Tx& tx, const Ref<StoreRoot>& root, std::string_view key,
+                 std::string_view value, const EntryFields& fields);
+
+// Makes `old` (the entry of `key`, read by `tx`) hold `value` (nullopt: its old value) and `fields`
+// from this commit on: a new revision of `old` if its object can hold them (EntryCanHold), which writes
+// only the entry; otherwise a new entry object in its place, which writes the key's leaf. An old value
+// kept out of line is never copied: the new revision or object references the same Bytes. Same
+// conditions as NewEntry.
+void UpdateEntry(runtime::stm::Tx& tx, const Ref<StoreRoot>& root, std::string_view key,
+                 const ReadPtr<Entry>& old, std::optional<std::string_view> value, const EntryFields& fields);
+
+// True if a new revision of `e` can hold a value of `value_length` bytes and `lease`: the value placed as
+// a new entry would place it (inline or not), a lease slot if `lease` is not 0, and at most kMaxSlack
+// bytes of the object unused.
+bool EntryCanHold(const Entry* e, size_t value_length, int64_t lease);
 
 // Removes `key` from the tree; returns false if it was absent.
 bool Erase(runtime::stm::Tx& tx, const Ref<StoreRoot>& root, std::string_view key);
