@@ -36,9 +36,8 @@ void HeldAnswers::Hold(WalLsn lsn, DurableCallback answer) {
   // Acquire: pairs with the flusher's release store of the durable LSN (nothing else is read through it).
   if (lsn <= wal_->durable_lsn() || wal_->failed()) {
     RunDue();  // durable already (or never will be): no need to wait for the flusher
-    return;
   }
-  if (!armed_) Arm();
+  if (!held_.empty() && !armed_) Arm();
 }
 
 void HeldAnswers::Proceed(bool /*ok*/) {
