@@ -110,19 +110,22 @@ absl::Status RpcServer::Start(GrpcListener* listener) {
   server_->GetHealthCheckService()->SetServingStatus(true);
   for (int i = 0; i < config.workers; ++i) {
     grpc::ServerCompletionQueue* cq = queues_[static_cast<size_t>(i)].get();
-    held_.push_back(std::make_shared<HeldAnswers>(&state_->engine->wal(), cq, &state_->held_answers));
+    // The worker gets its own pointer: held_ may still grow (and move) while it starts.
+    HeldAnswers* held =
+        held_.emplace_back(std::make_shared<HeldAnswers>(&state_->engine->wal(), cq, &state_->held_answers))
+            .get();
     PostEtcdCalls(&etcd_, cq, state_);
     PostPipelineCall(pipeline_.get(), cq, state_);
     PostLeaseCalls(lease_.get(), cq, state_);
-    workers_.emplace_back([this, i, cq] { WorkerLoop(i, cq); });
+    workers_.emplace_back([this, i, cq, held] { WorkerLoop(i, cq, held); });
   }
   listener->SetAcceptor(acceptor_.get());  // from here on, new connections reach this server
   return absl::OkStatus();
 }
 
-void RpcServer::WorkerLoop(int index, grpc::ServerCompletionQueue* cq) {
+void RpcServer::WorkerLoop(int index, grpc::ServerCompletionQueue* cq, HeldAnswers* held) {
   runtime::ThreadRegistration registration(absl::StrCat("grpc-worker-", index));
-  HeldAnswers::SetCurrent(held_[static_cast<size_t>(index)].get());
+  HeldAnswers::SetCurrent(held);
   void* tag = nullptr;
   bool ok = false;
   for (;;) {

@@ -48,7 +48,8 @@ class RpcServer {
   void Shutdown(std::chrono::milliseconds grace);
 
  private:
-  void WorkerLoop(int index, grpc::ServerCompletionQueue* cq);
+  // The worker of `cq`; sends the durable answers it holds in `held`.
+  void WorkerLoop(int index, grpc::ServerCompletionQueue* cq, HeldAnswers* held);
 
   // The tag gRPC posts when its shutdown has completed; there is nothing to do then.
   class ShutdownNotice final : public CallTag {
