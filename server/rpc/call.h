@@ -113,12 +113,18 @@ class UnaryCall final : public CallTag {
   std::chrono::steady_clock::time_point start_;
   bool finishing_ = false;
   int code_ = 0;  // the grpc::StatusCode it finished with
-  // Hold's answer, sent by FinishHeld. Written on the worker before the call is handed over (OnDurable's
-  // queue push, a seq_cst exchange the flusher's pop reads), so FinishHeld on the flusher sees it.
+  // Hold's answer, sent by FinishHeld: on the same worker (HeldAnswers), or on the flusher when the call
+  // was held on another thread (written before OnDurable's queue push, a seq_cst exchange the flusher's
+  // pop reads, so FinishHeld there sees it).
   Response held_response_;
 };
 
 // ----- helpers of the services' handlers -----
+
+// Runs `answer` once record `lsn` is durable (OK) or the log has failed before it (the failure): on the
+// calling worker, through its HeldAnswers (held_answers.h), when called on a worker; otherwise on the
+// log's flusher (Wal::OnDurable: callers on gRPC's own threads). Requires lsn <= the appended LSN.
+void RunWhenDurable(ServerState* state, WalLsn lsn, DurableCallback answer);
 
 // Finishes a write: when its record is durable (on the flusher); a write that changed nothing, when
 // the state it read is durable; at once if there is nothing to wait for. Without `with_header` the
@@ -142,9 +148,8 @@ void FinishWrite(Call* call, ServerState* state, absl::StatusOr<WriteResult<Resp
   // The answer waits in the call, so the callback carries one pointer and fits the callback's inline
   // storage: no allocation of its own per write (the response by value would not fit).
   call->Hold(std::move(result->response));
-  state->engine->wal().OnDurable(result->wait_lsn, [call](absl::Status s) {
-    call->FinishHeld(s.ok() ? grpc::Status::OK : WriteFailure(s));
-  });
+  RunWhenDurable(state, result->wait_lsn,
+                 [call](absl::Status s) { call->FinishHeld(s.ok() ? grpc::Status::OK : WriteFailure(s)); });
 }
 
 // Posts one waiting call of `method` on `cq`, recorded under `name` in the request metrics; `handler`

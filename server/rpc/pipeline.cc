@@ -1,8 +1,9 @@
 // One Pipeline or PipelineBatch stream (pipeline.h).
 //
 // Events: the stream opened, a read completed, a write completed, the finish completed — each a tag
-// on the worker's queue, so they are handled one at a time on that worker. Durability callbacks come
-// from the log's flusher thread; they and the worker share the queue of responses under `mu_`. At most
+// on the worker's queue, so they are handled one at a time on that worker. Durability callbacks run on
+// the same worker once the log's flusher has made the records durable (RunWhenDurable); they and the
+// worker's other events share the queue of responses under `mu_`. At most
 // one read and one write are outstanding (gRPC's rule for streams). Outstanding operations hold
 // references; the call deletes itself when the last is released.
 //
@@ -225,7 +226,8 @@ class StreamCall final {
     } else {
       ++refs_;
       lock.unlock();
-      state_->engine->wal().OnDurable(wait_lsn, [this, slot](absl::Status s) {
+      // On this worker once durable (HeldAnswers), so the answer is written from here, not the flusher.
+      RunWhenDurable(state_, wait_lsn, [this, slot](absl::Status s) {
         // Read before taking the lock: how far the log got before it failed.
         const WalLsn durable = s.ok() ? 0 : state_->engine->wal().durable_lsn();
         std::unique_lock<std::mutex> l(mu_);

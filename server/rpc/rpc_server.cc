@@ -110,17 +110,22 @@ absl::Status RpcServer::Start(GrpcListener* listener) {
   server_->GetHealthCheckService()->SetServingStatus(true);
   for (int i = 0; i < config.workers; ++i) {
     grpc::ServerCompletionQueue* cq = queues_[static_cast<size_t>(i)].get();
+    // The worker gets its own pointer: held_ may still grow (and move) while it starts.
+    HeldAnswers* held =
+        held_.emplace_back(std::make_shared<HeldAnswers>(&state_->engine->wal(), cq, &state_->held_answers))
+            .get();
     PostEtcdCalls(&etcd_, cq, state_);
     PostPipelineCall(pipeline_.get(), cq, state_);
     PostLeaseCalls(lease_.get(), cq, state_);
-    workers_.emplace_back([this, i, cq] { WorkerLoop(i, cq); });
+    workers_.emplace_back([this, i, cq, held] { WorkerLoop(i, cq, held); });
   }
   listener->SetAcceptor(acceptor_.get());  // from here on, new connections reach this server
   return absl::OkStatus();
 }
 
-void RpcServer::WorkerLoop(int index, grpc::ServerCompletionQueue* cq) {
+void RpcServer::WorkerLoop(int index, grpc::ServerCompletionQueue* cq, HeldAnswers* held) {
   runtime::ThreadRegistration registration(absl::StrCat("grpc-worker-", index));
+  HeldAnswers::SetCurrent(held);
   void* tag = nullptr;
   bool ok = false;
   for (;;) {
@@ -129,10 +134,11 @@ void RpcServer::WorkerLoop(int index, grpc::ServerCompletionQueue* cq) {
       runtime::SafeRegion waiting;  // blocked on the queue: collections need not wait for us
       got = cq->Next(&tag, &ok);
     }
-    if (!got) return;  // the queue is shut down and drained
+    if (!got) break;  // the queue is shut down and drained
     TakeBackFromGrpc(tag);
     static_cast<CallTag*>(tag)->Proceed(ok);
   }
+  HeldAnswers::SetCurrent(nullptr);
 }
 
 void RpcServer::Shutdown(std::chrono::milliseconds grace) {
@@ -144,7 +150,8 @@ void RpcServer::Shutdown(std::chrono::milliseconds grace) {
   const auto deadline = std::chrono::steady_clock::now() + grace;
   // No new connection or call from here on; the connections are told to go away.
   grpc_server_shutdown_and_notify(server_->c_server(), queues_.front()->cq(), &shutdown_notice_);
-  // In-flight requests finish: writes are answered by the log's flusher, which still runs.
+  // In-flight requests finish: writes are answered by the workers, which still run, once the log's
+  // flusher (which still runs too) has made them durable.
   while (state_->requests_in_flight.load(std::memory_order_acquire) > 0 &&
          std::chrono::steady_clock::now() < deadline) {
     std::this_thread::sleep_for(std::chrono::milliseconds(2));
@@ -154,6 +161,8 @@ void RpcServer::Shutdown(std::chrono::milliseconds grace) {
   // connections. A canceled Watch stream finishes at once (its reactor's OnCancel).
   grpc_server_cancel_all_calls(server_->c_server());
   server_->Shutdown(std::chrono::system_clock::now());
+  // The flusher must not post to a queue that is shut down; answers still held are never sent.
+  for (auto& h : held_) h->Close();
   for (auto& q : queues_) q->Shutdown();
   for (auto& w : workers_) w.join();
   workers_.clear();

@@ -1,7 +1,8 @@
 // The gRPC server: etcd's KV, Watch, Maintenance and Cluster services and revkv's KV (Pipeline,
 // PipelineBatch) on worker threads with one completion queue each, revkv's Admin service, gRPC health
 // checking and server reflection. Worker threads are registered with the runtime; waiting on their queue is a
-// safe region.
+// safe region. Each worker also sends the answers of the durable writes it executed (HeldAnswers), once
+// the log's flusher has made them durable.
 //
 // Thread-safety: Start and Shutdown from one thread (main); the handlers are thread-safe.
 #pragma once
@@ -22,6 +23,7 @@
 #include "server/rpc/call.h"
 #include "server/rpc/coordination_service.h"
 #include "server/rpc/grpc_listener.h"
+#include "server/rpc/held_answers.h"
 #include "server/rpc/kv_service.h"
 #include "server/rpc/lease_service.h"
 #include "server/rpc/server_state.h"
@@ -46,7 +48,8 @@ class RpcServer {
   void Shutdown(std::chrono::milliseconds grace);
 
  private:
-  void WorkerLoop(int index, grpc::ServerCompletionQueue* cq);
+  // The worker of `cq`; sends the durable answers it holds in `held`.
+  void WorkerLoop(int index, grpc::ServerCompletionQueue* cq, HeldAnswers* held);
 
   // The tag gRPC posts when its shutdown has completed; there is nothing to do then.
   class ShutdownNotice final : public CallTag {
@@ -68,6 +71,9 @@ class RpcServer {
   std::unique_ptr<ElectionService> election_;
   std::unique_ptr<LeaseService> lease_;
   std::vector<std::unique_ptr<grpc::ServerCompletionQueue>> queues_;
+  // One per worker: its durable writes' answers, sent by it once durable (shared with the log's
+  // callbacks, which may outlive this server).
+  std::vector<std::shared_ptr<HeldAnswers>> held_;
   GrpcListener* listener_ = nullptr;
   std::unique_ptr<grpc::experimental::ExternalConnectionAcceptor> acceptor_;  // the listener's way in
   std::unique_ptr<grpc::Server> server_;

@@ -137,6 +137,19 @@ void CollectStore(ServerState* state, MetricWriter& w) {
   w.WriteCounter("revkv_wal_flusher_wakeups_total",
                  "Times writers woke the log's flusher: once per write, once per PipelineBatch message.",
                  static_cast<double>(wal.notifies));
+  w.WriteCounter(
+      "revkv_wal_callbacks_total",
+      "Durability callbacks the log's flusher ran (workers register one per group, not per answer).",
+      static_cast<double>(wal.callbacks_run));
+  w.WriteGauge("revkv_rpc_requests_in_flight",
+               "Requests received and not yet answered (unary calls, Pipeline and PipelineBatch messages).",
+               static_cast<double>(state->requests_in_flight.load(std::memory_order_relaxed)));
+  w.WriteCounter("revkv_rpc_held_answers_total",
+                 "Durable writes' answers sent by the worker that executed them, once durable.",
+                 static_cast<double>(state->held_answers.answers.load(std::memory_order_relaxed)));
+  w.WriteCounter("revkv_rpc_held_answer_wakeups_total",
+                 "Alarms the log's flusher posted to a worker's queue to have it send its durable answers.",
+                 static_cast<double>(state->held_answers.wakeups.load(std::memory_order_relaxed)));
   CumulativeHistogram fsync;
   fsync.upper_bounds.assign(kLatencyBucketBounds.begin(), kLatencyBucketBounds.end());
   fsync.cumulative_counts.assign(wal.fsync_latency.cumulative_counts.begin(),

@@ -42,6 +42,13 @@ std::string_view StatusCodeName(int code);
 
 class Lessor;
 
+// Figures of the server's held answers (held_answers.h), shared by its workers. Relaxed counters:
+// nothing is published through them.
+struct HeldAnswerStats {
+  std::atomic<uint64_t> answers{0};  // durable writes' answers sent by the workers
+  std::atomic<uint64_t> wakeups{0};  // alarms the log's flusher posted to a worker's queue
+};
+
 struct ServerState {
   Engine* engine = nullptr;
   Lessor* lessor = nullptr;              // lease deadlines and expiry (server/lease)
@@ -66,6 +73,9 @@ struct ServerState {
   // reach zero. Incremented relaxed; decremented with release, read with acquire, so a shutdown that
   // sees zero also sees every answer handed to gRPC.
   std::atomic<int64_t> requests_in_flight{0};
+
+  // Durable writes' answers sent by the workers (written by the workers and the flusher, read by metrics).
+  HeldAnswerStats held_answers;
 
   // The Watch service's hub, for metrics: set by RpcServer::Start once the service exists and cleared
   // by its Shutdown before the hub goes away (release), read by the metrics collector (acquire: it sees

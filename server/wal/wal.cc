@@ -391,6 +391,7 @@ WalStats Wal::stats() const {
   s.write_calls = write_calls_.load(std::memory_order_relaxed);
   s.fsyncs = fsyncs_.load(std::memory_order_relaxed);
   s.notifies = notifies_.load(std::memory_order_relaxed);
+  s.callbacks_run = callbacks_run_.load(std::memory_order_relaxed);
   s.fsync_latency = fsync_latency_.Snapshot();
   s.appended_lsn = appended_lsn_.load(std::memory_order_relaxed);
   s.durable_lsn = durable_lsn_.load(std::memory_order_relaxed);

@@ -116,6 +116,7 @@ struct WalStats {
   uint64_t write_calls = 0;       // write(2) calls of records
   uint64_t fsyncs = 0;            // fdatasync calls of segments
   uint64_t notifies = 0;          // Notify calls: writers' wake-ups after their appends
+  uint64_t callbacks_run = 0;     // durability callbacks (OnDurable, Reserve's) the flusher has run
   LatencySnapshot fsync_latency;  // of those fdatasync calls, in seconds
   WalLsn appended_lsn = 0;        // last record appended
   WalLsn durable_lsn = 0;         // last record acknowledged (durable per the fsync mode)
@@ -351,6 +352,7 @@ class Wal {
   std::atomic<uint64_t> write_calls_{0};
   std::atomic<uint64_t> fsyncs_{0};
   std::atomic<uint64_t> notifies_{0};
+  std::atomic<uint64_t> callbacks_run_{0};
   std::atomic<int64_t> current_segment_{0};
   LatencyHistogram fsync_latency_;
 

@@ -226,7 +226,9 @@ void Wal::EnterFailedState(const absl::Status& cause) {
 void Wal::RunCallbacks() {
   callbacks_.Collect();
   // Callbacks for records not yet written stay pending, unless the log has failed.
-  callbacks_.Run(durable_lsn_.load(std::memory_order_relaxed), failed() ? failed_status() : absl::OkStatus());
+  const uint64_t ran = callbacks_.Run(durable_lsn_.load(std::memory_order_relaxed),
+                                      failed() ? failed_status() : absl::OkStatus());
+  callbacks_run_.fetch_add(ran, std::memory_order_relaxed);
 }
 
 absl::Status Wal::SyncClosedSegments() {

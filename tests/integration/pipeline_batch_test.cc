@@ -11,7 +11,9 @@
 // - a batch over the size limit ends the stream with INVALID_ARGUMENT after the earlier answers, and
 //   none of it (nor anything sent after it) is executed;
 // - a batch's writes are coalesced: the log's flusher is woken once per batch, not once per write, and
-//   so the batch's records share their write and fsync (metrics).
+//   so the batch's records share their write and fsync (metrics);
+// - a client that goes away while its batches' writes wait for the log leaves the server running, with
+//   nothing left in flight, and every write it executed durable and visible, across a SIGKILL.
 #include <grpcpp/grpcpp.h>
 #include <gtest/gtest.h>
 
@@ -295,6 +297,60 @@ TEST_F(PipelineBatch, TheWritesOfABatchWakeTheLogOnceAndShareTheirFsync) {
   EXPECT_EQ(wakeups, kBatches) << "the writes of a batch woke the log's flusher one by one";
   EXPECT_GE(fsyncs, kBatches);
   EXPECT_LE(fsyncs, 2 * kBatches) << "the writes of a batch did not share their fsync";
+}
+
+// Clients that cancel their stream, and drop their connection, right after sending big batches, before
+// reading any answer: the server is then executing those batches and holding their answers until the
+// log has synced them. It must not crash; every request must leave the in-flight count (a stream whose
+// held answers were never released would stay in it; revkv_rpc_requests_in_flight); every write it
+// executed must be visible (each Put a distinct key, so the revision grows by the keys that exist) and
+// durable (the same keys after a SIGKILL and a restart).
+TEST_F(PipelineBatch, AClientThatVanishesWhileItsWritesAwaitTheLogLeavesThemDurableAndVisible) {
+  constexpr int kClients = 6;
+  constexpr int kBatches = 8;
+  constexpr int kPerBatch = 512;
+  const int64_t start = CurrentRevision();
+  for (int c = 0; c < kClients; ++c) {
+    auto channel = server_.NewChannel();  // its own connection, dropped with it
+    auto stub = ::revkv::v1::KV::NewStub(channel);
+    grpc::ClientContext context;
+    auto stream = stub->PipelineBatch(&context);
+    for (int b = 0; b < kBatches; ++b) {
+      TxnBatch batch;
+      for (int i = 0; i < kPerBatch; ++i) {
+        *batch.add_requests() =
+            PutTxn("gone/" + std::to_string(c) + "/" + std::to_string(b) + "/" + std::to_string(i), "v");
+      }
+      if (!stream->Write(batch)) break;
+    }
+    context.TryCancel();     // no WritesDone, no Read: the client is gone
+    (void)stream->Finish();  // CANCELLED
+  }
+  // Everything the server read is executed and, once durable, dropped: nothing stays in flight.
+  const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(30);
+  while (Metric(server_, "revkv_rpc_requests_in_flight") > 0 && std::chrono::steady_clock::now() < deadline) {
+    std::this_thread::sleep_for(std::chrono::milliseconds(20));
+  }
+  ASSERT_EQ(Metric(server_, "revkv_rpc_requests_in_flight"), 0) << "requests of the vanished clients stay";
+  ASSERT_TRUE(server_.Running());
+  // Visible: reads are served at the durable revision, so these are the durable writes.
+  auto count = [&] {
+    etcdserverpb::RangeRequest r = RangeOf("gone/", "gone0");
+    r.set_count_only(true);
+    return Call(kv_.get(), &etcdserverpb::KV::Stub::Range, r).response.count();
+  };
+  const int64_t written = count();
+  std::printf("%d clients sent %d batches of %d Puts each and vanished: %lld Puts executed\n", kClients,
+              kBatches, kPerBatch, static_cast<long long>(written));
+  EXPECT_GT(written, 0) << "the server executed none of the batches: the test proves nothing";
+  EXPECT_EQ(CurrentRevision(), start + written) << "a write that was executed is not visible";
+  // Durable: the same after a crash.
+  ASSERT_TRUE(server_.Kill());
+  ASSERT_TRUE(server_.Start());
+  channel_ = server_.NewChannel();
+  kv_ = etcdserverpb::KV::NewStub(channel_);
+  EXPECT_EQ(count(), written);
+  EXPECT_EQ(CurrentRevision(), start + written);
 }
 
 }  // namespace

@@ -13,6 +13,8 @@
 // - When the log fails (an fdatasync error) before a batch's records are durable, the results that
 //   depend on them are answered with the log's failure and the ones that read durable state stand.
 //   (Fails if the batch's results are sent as they were executed.)
+// - The answers are sent by the worker that executed the writes, woken once per group by the flusher,
+//   not by the flusher itself (held_answers.h).
 #include <grpcpp/grpcpp.h>
 #include <gtest/gtest.h>
 
@@ -260,6 +262,124 @@ TEST(DurableReplies, ABatchWhoseRecordsAreNeverDurableIsAnsweredWithTheLogFailur
                   "Put %d: code %d \"%s\"", i, r.error().code(), r.error().message().c_str());
     }
     served->rpc.Shutdown(std::chrono::seconds(5));
+    return 0;
+  });
+}
+
+// The answers of durable writes are sent by the worker that executed them, not by the log's flusher: the
+// worker registers one callback with the log for the oldest answer it holds (revkv_wal_callbacks_total),
+// whose run on the flusher only wakes the worker, which then sends every answer durable by then
+// (revkv_rpc_held_answers_total). With 64 concurrent Puts behind 20 ms fsyncs, and a PipelineBatch of 64
+// Puts, the flusher runs a few callbacks, not one per answer. (Fails with REVKV_MUTATION_ANSWERS_ON_FLUSHER,
+// where every answer is a callback run, and sent, by the flusher: 64 callbacks, no held answers.)
+TEST(DurableReplies, AnswersAreSentByTheirWorkerWithOneLogCallbackPerGroupNotOnePerAnswer) {
+  const std::string dir = TempDir("durable-held");
+  ASSERT_CHILD_PASSES([&] {
+    FaultInjectingFileSystem disk(DefaultFileSystem());
+    disk.SetSyncDelay(std::chrono::milliseconds(20));
+    EngineOptions o = Options(dir);
+    o.file_system = &disk;
+    RecoveryReport report;
+    CHILD_READ(engine, Engine::Open(o, &report));
+    Lessor lessor(&engine->store());
+    ServerConfig config;
+    config.listen = "127.0.0.1:0";
+    config.metrics_listen = "";
+    config.workers = 1;
+    MetricsRegistry metrics;
+    ServerState state;
+    state.engine = engine.get();
+    state.lessor = &lessor;
+    state.config = &config;
+    state.metrics = &metrics;
+    RegisterServerMetrics(&state, &metrics);
+    absl::StatusOr<std::unique_ptr<GrpcListener>> listener = GrpcListener::Bind(config.listen);
+    CHILD_CHECK(listener.ok(), "the gRPC port could not be bound");
+    RpcServer rpc(&state);
+    CHILD_CHECK(rpc.Start(listener->get()).ok(), "the server did not start");
+
+    std::vector<PutCall> puts(kPuts);
+    uint64_t unary_callbacks = 0, unary_held = 0, batch_callbacks = 0, batch_held = 0, fsyncs = 0;
+    revkv::v1::TxnBatchResponse answer;
+    {
+      runtime::SafeRegion client;  // this thread only runs the client from here on
+      auto channel =
+          grpc::CreateChannel("127.0.0.1:" + std::to_string(rpc.port()), grpc::InsecureChannelCredentials());
+      auto kv = etcdserverpb::KV::NewStub(channel);
+      {
+        grpc::ClientContext context;
+        etcdserverpb::PutRequest warm_up;
+        warm_up.set_key("warm-up");
+        etcdserverpb::PutResponse response;
+        CHILD_CHECK(kv->Put(&context, warm_up, &response).ok(), "the warm-up Put failed");
+      }
+      uint64_t callbacks_before = engine->wal().stats().callbacks_run;
+      uint64_t held_before = state.held_answers.answers.load();
+      const int64_t fsyncs_before = disk.syncs();
+      grpc::CompletionQueue cq;
+      const auto deadline = std::chrono::system_clock::now() + std::chrono::seconds(30);
+      for (int i = 0; i < kPuts; ++i) {
+        PutCall& put = puts[static_cast<size_t>(i)];
+        etcdserverpb::PutRequest request;
+        request.set_key("key/" + std::to_string(i));
+        request.set_value("value");
+        put.context.set_deadline(deadline);
+        put.reader = kv->AsyncPut(&put.context, request, &cq);
+        put.reader->Finish(&put.response, &put.status, &put);
+      }
+      for (int answered = 0; answered < kPuts; ++answered) {
+        void* tag = nullptr;
+        bool ok = false;
+        CHILD_CHECK(cq.Next(&tag, &ok) && ok, "the completion queue failed");
+        PutCall* put = static_cast<PutCall*>(tag);
+        CHILD_CHECK(put->status.ok(), "a Put failed: %s", put->status.error_message().c_str());
+        put->synced_at_answer = engine->wal().stats().synced_revision;
+        CHILD_CHECK(put->response.header().revision() <= put->synced_at_answer,
+                    "revision %lld was answered when only %lld was synced",
+                    static_cast<long long>(put->response.header().revision()),
+                    static_cast<long long>(put->synced_at_answer));
+      }
+      unary_callbacks = engine->wal().stats().callbacks_run - callbacks_before;
+      unary_held = state.held_answers.answers.load() - held_before;
+      fsyncs = static_cast<uint64_t>(disk.syncs() - fsyncs_before);
+
+      auto pipeline = revkv::v1::KV::NewStub(channel);
+      grpc::ClientContext context;
+      context.set_deadline(deadline);
+      auto stream = pipeline->PipelineBatch(&context);
+      revkv::v1::TxnBatch batch;
+      for (int i = 0; i < kPuts; ++i) {
+        etcdserverpb::PutRequest* put = batch.add_requests()->add_success()->mutable_request_put();
+        put->set_key("batch/" + std::to_string(i));
+        put->set_value("value");
+      }
+      callbacks_before = engine->wal().stats().callbacks_run;
+      held_before = state.held_answers.answers.load();
+      CHILD_CHECK(stream->Write(batch) && stream->Read(&answer), "the batch failed");
+      batch_callbacks = engine->wal().stats().callbacks_run - callbacks_before;
+      batch_held = state.held_answers.answers.load() - held_before;
+      stream->WritesDone();
+      CHILD_CHECK(stream->Finish().ok(), "the stream failed");
+    }
+    std::printf(
+        "%d concurrent Puts: %llu fsyncs, %llu flusher callbacks, %llu answers sent by the worker; "
+        "a batch of %d Puts: %llu flusher callbacks, %llu answers sent by the worker\n",
+        kPuts, static_cast<unsigned long long>(fsyncs), static_cast<unsigned long long>(unary_callbacks),
+        static_cast<unsigned long long>(unary_held), kPuts, static_cast<unsigned long long>(batch_callbacks),
+        static_cast<unsigned long long>(batch_held));
+    CHILD_CHECK(unary_held == kPuts, "%llu of %d Put answers were sent by their worker",
+                static_cast<unsigned long long>(unary_held), kPuts);
+    // About one callback per group (the groups are the fsyncs; a registration that just misses a group's
+    // callbacks runs at the flusher's next pass), and far fewer than the answers.
+    CHILD_CHECK(unary_callbacks * 4 <= kPuts, "%llu flusher callbacks for %d Puts in %llu fsyncs",
+                static_cast<unsigned long long>(unary_callbacks), kPuts,
+                static_cast<unsigned long long>(fsyncs));
+    CHILD_CHECK(answer.results_size() == kPuts, "%d results", answer.results_size());
+    CHILD_CHECK(batch_held == 1 && batch_callbacks <= 1,
+                "the batch's answer: %llu flusher callbacks, %llu sent by its worker",
+                static_cast<unsigned long long>(batch_callbacks),
+                static_cast<unsigned long long>(batch_held));
+    rpc.Shutdown(std::chrono::seconds(5));
     return 0;
   });
 }
