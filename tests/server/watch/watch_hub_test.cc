@@ -39,10 +39,12 @@ WatchEvent Del(const std::string& key, int64_t rev, const store::KvRecord& prev)
   return e;
 }
 
-// An event log, a visible revision the test moves, and a hub over them.
+// An event log, a visible revision the test moves, and a hub over them. `start`: the hub's dispatcher
+// starts at once; else at Start() (a test that sets up watchers before any dispatch round can run).
 class Harness {
  public:
-  explicit Harness(HubOptions options = HubOptions(), int64_t visible = std::numeric_limits<int64_t>::max())
+  explicit Harness(HubOptions options = HubOptions(), int64_t visible = std::numeric_limits<int64_t>::max(),
+                   bool start = true)
       : visible_(visible) {
     HubSource source;
     source.log = &log_;
@@ -57,8 +59,9 @@ class Harness {
       waiting_.emplace_back(revision, std::move(wake));
     };
     hub_ = std::make_unique<WatchHub>(std::move(source), options);
-    hub_->Start();
+    if (start) hub_->Start();
   }
+  void Start() { hub_->Start(); }
   ~Harness() { hub_->Stop(); }
 
   void SetVisible(int64_t v) {
@@ -649,15 +652,15 @@ TEST(WatchHub, FragmentSplitsALargeRevisionAtMaxRequestBytes) {
 }
 
 // Watchers of a stream at the same revision with the same selection catch up together: one read of the
-// history per revision for the group, not one per watcher. The stream's queue is full (progress
-// responses) while the watchers are created, so no round can catch any of them up alone; once the reader
-// drains it, one round catches up both groups (plain and prev_kv).
+// history per revision for the group, not one per watcher. The watchers (two groups: plain and prev_kv)
+// are all created before the dispatcher starts, and the stream has room for all of them, so its first
+// round catches every one of them up.
 TEST(WatchHub, WatchersAtOneRevisionCatchUpWithOneHistoryReadPerRevisionPerGroup) {
   constexpr int kWatchers = 32;  // per group
   constexpr int kRevisions = 50;
   HubOptions options;
   options.stream_max_responses = 4 * kWatchers;
-  Harness h(options);
+  Harness h(options, std::numeric_limits<int64_t>::max(), /*start=*/false);
   h.log().Publish(1, {});
   for (int r = 2; r <= kRevisions + 1; ++r) {
     // Two changes of one key (created before the history starts), so the second has a previous value.
@@ -666,12 +669,13 @@ TEST(WatchHub, WatchersAtOneRevisionCatchUpWithOneHistoryReadPerRevisionPerGroup
                     {first, Put("p/" + std::to_string(r % 7), "b", r, 1, 2, &first), Put("q", "x", r, r, 1)});
   }
   Reader reader(&h.hub());
-  for (size_t i = 0; i < options.stream_max_responses; ++i) h.hub().Progress(reader.stream());  // full
   for (int i = 0; i < 2 * kWatchers; ++i) {
     WatchCreateRequest req = Req("p/", "p0", 2);
     req.set_prev_kv(i % 2 == 1);
     h.hub().Create(reader.stream(), req);
   }
+  EXPECT_EQ(h.hub().unsynced(), 2u * kWatchers);
+  h.Start();
   ASSERT_TRUE(reader.DrainUntil([&](auto& g) {
     for (int id = 0; id < 2 * kWatchers; ++id)
       if (CountEvents(g, id) < 2u * kRevisions) return false;
@@ -701,21 +705,26 @@ TEST(WatchHub, WatchersAtOneRevisionCatchUpWithOneHistoryReadPerRevisionPerGroup
 TEST(WatchHub, AStreamWhoseWatchersFellBehindWakesTheDispatcherOnceDrainedToHalf) {
   HubOptions options;
   options.stream_max_responses = 8;
-  Harness h(options);
+  // Started once everything is in place, so that its first round is the only one until the test drains.
+  Harness h(options, std::numeric_limits<int64_t>::max(), /*start=*/false);
   h.log().Publish(1, {});
   for (int r = 2; r <= 5; ++r) h.log().Publish(r, {Put("k", std::to_string(r), r, 2, r - 1)});
   Reader reader(&h.hub());
   for (int i = 0; i < 7; ++i) h.hub().Progress(reader.stream());
   h.hub().Create(reader.stream(), Req("k", "", 2));  // its created response fills the queue: it waits
-  std::this_thread::sleep_for(std::chrono::milliseconds(50));
   ASSERT_EQ(reader.stream()->queued(), 8u);
   ASSERT_EQ(h.hub().unsynced(), 1u);
-  // A new revision wakes the dispatcher: its round does not read the history for a watcher whose stream
-  // has no room for what it would read.
+  ASSERT_EQ(h.hub().dispatched(), 5);
+  // The first round dispatches revision 6 and does not read the history for a watcher whose stream has
+  // no room for what it would read.
   h.log().Publish(6, {Put("k", "6", 6, 2, 5)});
-  std::this_thread::sleep_for(std::chrono::milliseconds(50));
-  EXPECT_EQ(h.hub().dispatched(), 6);
+  h.Start();
+  const auto started = std::chrono::steady_clock::now() + std::chrono::seconds(10);
+  while (h.hub().dispatched() != 6 && std::chrono::steady_clock::now() < started)
+    std::this_thread::sleep_for(std::chrono::milliseconds(1));
+  ASSERT_EQ(h.hub().dispatched(), 6);  // the round is over (dispatched() waits for the hub's lock)
   EXPECT_EQ(h.hub().catch_up_reads(), 0u) << "read the history for a stream without room";
+  EXPECT_EQ(reader.stream()->queued(), 8u);
   auto take = [&](int n) {
     for (int i = 0; i < n; ++i) {
       Outgoing o;
