@@ -29,6 +29,22 @@ void ToEvent(const WatchEvent& e, bool with_prev, mvccpb::Event* out) {
   if (with_prev && e.has_prev && !creation) store::ToProto(e.prev, false, out->mutable_prev_kv());
 }
 
+// The bytes that decide what a watcher gets and how it is encoded (WatchStream::Watcher::selector): the
+// flags, then each key length-prefixed, so distinct ranges never give the same bytes.
+std::string Selector(const store::KeyRange& range, bool no_put, bool no_delete, bool prev_kv) {
+  std::string s;
+  auto add = [&s](const std::string& bytes) {
+    const uint64_t n = bytes.size();
+    s.append(reinterpret_cast<const char*>(&n), sizeof(n));
+    s += bytes;
+  };
+  s.push_back(
+      static_cast<char>((range.single ? 1 : 0) | (no_put ? 2 : 0) | (no_delete ? 4 : 0) | (prev_kv ? 8 : 0)));
+  add(range.begin);
+  add(range.end);
+  return s;
+}
+
 }  // namespace
 
 // ----- WatchStream ---------------------------------------------------------------------------------------
@@ -43,6 +59,13 @@ etcdserverpb::WatchResponse Outgoing::Assemble() const {
   etcdserverpb::WatchResponse whole;
   whole.ParseFromString(wire);
   return whole;
+}
+
+bool WatchStream::Full() {
+  std::lock_guard<std::mutex> lock(mu_);
+  if (closed_ || queue_.empty() || HasRoom()) return false;
+  lagging_ = true;
+  return true;
 }
 
 bool WatchStream::Push(std::vector<Outgoing> responses, bool force) {
@@ -96,7 +119,16 @@ void WatchStream::WriteDone() {
   {
     std::lock_guard<std::mutex> lock(mu_);
     writing_ = false;
-    if (lagging_ && HasRoom()) {
+    // A stream whose watchers fell behind wakes the dispatcher once its queue has drained to half, not at
+    // the first free slot: then one round catches many of them up together (one history read per group,
+    // WatchHub::Select) instead of one watcher per round and a read of its own for each. The rounds for
+    // new revisions try the catch-up too, whatever the queue holds.
+#ifdef REVKV_MUTATION_WATCH_WAKE_AT_FIRST_ROOM  // mutation switch: woken at the first free slot
+    const bool drained = HasRoom();
+#else
+    const bool drained = queue_.size() <= max_responses_ / 2 && bytes_ <= max_bytes_ / 2;
+#endif
+    if (lagging_ && drained) {
       lagging_ = false;
       wake = true;
     }
@@ -249,6 +281,7 @@ void WatchHub::Create(WatchStream* stream, const etcdserverpb::WatchCreateReques
   }
   w->prev_kv = request.prev_kv();
   w->fragment = request.fragment();
+  w->selector = Selector(w->range, w->no_put, w->no_delete, w->prev_kv);
   w->progress_notify = request.progress_notify();
   // etcd: start_revision 0 is "the revision after the store's"; a start after what has been dispatched
   // is served live (synced, skipping earlier revisions), an older one from the history (unsynced).
@@ -422,27 +455,45 @@ std::shared_ptr<const std::string> WatchHub::Block(const WatchStream::Watcher& w
   return blocks.back().block;
 }
 
-std::vector<Outgoing> WatchHub::Encode(const WatchStream::Watcher& w,
-                                       const std::vector<std::shared_ptr<const RevisionEvents>>& batches,
-                                       size_t from, size_t to, int64_t header_revision,
-                                       EncodingCache* cache) {
-  std::vector<Outgoing> out;
-  Outgoing o;
-  size_t count = 0;
-  size_t bytes = 0;
-  for (size_t k = from; k < to; ++k) {
-    if (std::shared_ptr<const std::string> block = Block(w, batches[k], cache, &count)) {
-      bytes += block->size();
-      o.events.push_back(std::move(block));
+const WatchHub::Selection* WatchHub::Select(
+    const WatchStream::Watcher& w, int64_t from, int64_t to,
+    const std::span<const std::shared_ptr<const RevisionEvents>>* known, Round* round) {
+#if defined(REVKV_MUTATION_WATCH_CATCH_UP_ALONE) || defined(REVKV_MUTATION_WATCH_ENCODE_PER_WATCHER)
+  round->selections.clear();  // mutation switches: every watcher reads, selects (and encodes) on its own
+#endif
+  auto it = round->selections.find(SelectionKey{w.selector, from, to});
+  if (it != round->selections.end()) return it->second.get();
+  auto selection = std::make_unique<Selection>();
+  if (known != nullptr) {
+    selection->batches.assign(known->begin(), known->end());
+  } else {
+    if (!source_.log->Read(from, to, &selection->batches)) return nullptr;  // trimmed: compacted for w
+    catch_up_reads_ += selection->batches.size();
+  }
+  for (const auto& b : selection->batches) {
+    if (b->events.empty()) continue;
+    if (std::shared_ptr<const std::string> block = Block(w, b, &round->blocks, &selection->count)) {
+      selection->bytes += block->size();
+      selection->blocks.push_back(std::move(block));
     }
   }
-  if (count == 0) return out;  // etcd sends nothing when every event is filtered out
+  selection->selector = w.selector;
+  const SelectionKey key{selection->selector, from, to};
+  return round->selections.emplace(key, std::move(selection)).first->second.get();
+}
+
+std::vector<Outgoing> WatchHub::Respond(const WatchStream::Watcher& w, const Selection& selection,
+                                        int64_t header_revision) const {
+  std::vector<Outgoing> out;
+  if (selection.count == 0) return out;  // etcd sends nothing when every event is filtered out
+  Outgoing o;
   o.meta.mutable_header()->set_revision(header_revision);
   o.meta.set_watch_id(w.id);
-  if (w.fragment && count >= 2 && o.meta.ByteSizeLong() + bytes >= options_.max_request_bytes) {
+  if (w.fragment && selection.count >= 2 &&
+      o.meta.ByteSizeLong() + selection.bytes >= options_.max_request_bytes) {
     std::vector<const WatchEvent*> mine;
-    for (size_t k = from; k < to; ++k) {
-      for (const WatchEvent& e : batches[k]->events) {
+    for (const auto& b : selection.batches) {
+      for (const WatchEvent& e : b->events) {
         if (w.range.Contains(e.kv.key)) mine.push_back(&e);
       }
     }
@@ -452,6 +503,7 @@ std::vector<Outgoing> WatchHub::Encode(const WatchStream::Watcher& w,
     }
     return out;
   }
+  o.events = selection.blocks;  // the shared blocks: a reference each, no copy of their bytes
   out.push_back(std::move(o));
   return out;
 }
@@ -459,9 +511,8 @@ std::vector<Outgoing> WatchHub::Encode(const WatchStream::Watcher& w,
 void WatchHub::Pass() {
   std::function<void()> durable_request;
   int64_t durable_revision = 0;
-  // The round's encoded blocks, shared by the synced watchers and the catch-ups (dropped after the round:
-  // the queued responses hold what they need).
-  EncodingCache cache;
+  // The round's encoded blocks and selections, shared by the synced watchers and the catch-ups.
+  Round round;
   {
     std::lock_guard<std::mutex> lock(mu_);
     // Nobody watches: nothing to deliver and nothing to hold (the first watcher restarts dispatching).
@@ -480,9 +531,11 @@ void WatchHub::Pass() {
         const auto& b = batches[k];
         if (b->events.empty() || synced_.empty()) continue;
         std::vector<WatchStream::Watcher*> fell_behind;
+        const std::span<const std::shared_ptr<const RevisionEvents>> one(&batches[k], 1);
         for (WatchStream::Watcher* w : synced_) {
           if (b->revision < w->next) continue;
-          std::vector<Outgoing> responses = Encode(*w, batches, k, k + 1, b->revision, &cache);
+          std::vector<Outgoing> responses =
+              Respond(*w, *Select(*w, b->revision, b->revision, &one, &round), b->revision);
           if (responses.empty()) continue;
 #ifdef REVKV_MUTATION_WATCH_NO_FALL_BEHIND  // mutation switch: a slow stream's queue grows without bound
           const bool force = true;
@@ -516,12 +569,12 @@ void WatchHub::Pass() {
       durable_request = [this] { Wake(); };
     }
     std::vector<WatchStream::Watcher*> lagging(unsynced_.begin(), unsynced_.end());
-    for (WatchStream::Watcher* w : lagging) CatchUp(w, &cache);
+    for (WatchStream::Watcher* w : lagging) CatchUp(w, &round);
   }
   if (durable_request) source_.on_visible(durable_revision, std::move(durable_request));
 }
 
-void WatchHub::CatchUp(WatchStream::Watcher* w, EncodingCache* cache) {
+void WatchHub::CatchUp(WatchStream::Watcher* w, Round* round) {
   for (;;) {
     // compacted_to() >= first(): below first() the events are gone; between the two they are held
     // for watchers that keep up, but compacted for this one (etcd answers by the compaction).
@@ -541,10 +594,16 @@ void WatchHub::CatchUp(WatchStream::Watcher* w, EncodingCache* cache) {
       return;
     }
     if (w->next > dispatched_) break;
+#ifndef REVKV_MUTATION_WATCH_READ_WHEN_FULL  // mutation switch: a full stream's watchers read anyway
+    if (w->stream->Full()) return;           // WriteDone wakes us; reading now would be for nothing
+#endif
     const int64_t last = std::min(dispatched_, w->next + kCatchUpRevisions - 1);
-    std::vector<std::shared_ptr<const RevisionEvents>> batches;
-    if (!source_.log->Read(w->next, last, &batches)) continue;  // trimmed meanwhile: compacted above
-    std::vector<Outgoing> responses = Encode(*w, batches, 0, batches.size(), last, cache);
+    // The watchers at w->next with w's selector share one read of the history and one selection (a
+    // group: whoever of them the round reaches first makes it; members join and leave as their `next`
+    // moves, so a group is nothing but the key).
+    const Selection* selection = Select(*w, w->next, last, nullptr, round);
+    if (selection == nullptr) continue;  // trimmed meanwhile: compacted above
+    std::vector<Outgoing> responses = Respond(*w, *selection, last);
     if (!responses.empty()) {
       if (!w->stream->Push(std::move(responses), /*force=*/false)) return;  // WriteDone wakes us
       w->progress_due = false;
@@ -589,6 +648,11 @@ uint64_t WatchHub::encodings() const {
 size_t WatchHub::watchers() const {
   std::lock_guard<std::mutex> lock(mu_);
   return synced_.size() + unsynced_.size();
+}
+
+uint64_t WatchHub::catch_up_reads() const {
+  std::lock_guard<std::mutex> lock(mu_);
+  return catch_up_reads_;
 }
 
 size_t WatchHub::unsynced() const {

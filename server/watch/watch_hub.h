@@ -17,9 +17,13 @@
 // are never held back and the queue never grows past its bound (control responses aside). An unsynced watcher
 // (that one, or one created with a past start revision) catches up from the history when its stream
 // has room, in responses of up to kCatchUpRevisions revisions, and becomes synced again once it reaches
-// the dispatched revision. A watcher whose next revision is below the compaction (EventLog::compacted_to,
-// even if the history still holds it for watchers that keep up) is canceled with compact_revision
-// (etcd's answer to a compacted start revision).
+// the dispatched revision. Unsynced watchers at the same revision with the same selection are caught up
+// together: a round reads the history and selects each revision's blocks once for the group (Select),
+// and each member queues only its own part in front of the shared blocks. A stream whose queue is full
+// costs a round nothing for its unsynced watchers, and wakes the dispatcher once the queue has drained to
+// half, so that one round catches many of them up at once. A watcher whose next revision is below the
+// compaction (EventLog::compacted_to, even if the history still holds it for watchers that keep up) is
+// canceled with compact_revision (etcd's answer to a compacted start revision).
 //
 // Thread-safety: thread-safe. Locks, in order: the hub's mu_, then a stream's mu_ (docs/locks.md). The
 // event log's lock and the wake mutex are leaves. Nothing here runs STM transactions or touches the GC
@@ -37,7 +41,9 @@
 #include <mutex>
 #include <optional>
 #include <set>
+#include <span>
 #include <string>
+#include <string_view>
 #include <thread>
 #include <unordered_map>
 #include <vector>
@@ -115,6 +121,10 @@ class WatchStream {
     bool synced = false;
     // Synced: the first revision it wants (earlier ones are skipped). Unsynced: the next to catch up.
     int64_t next = 0;
+    // What decides the events it gets and their encoding (range, filters, prev_kv), as bytes: watchers
+    // with equal selectors get equal events from any revisions, so a dispatch round selects and encodes
+    // them once for all of them (WatchHub::Select). Set at creation.
+    std::string selector;
   };
 
   // Under hub mu_: queues `responses` (all or none). `force`: control responses, always queued. False if
@@ -122,6 +132,9 @@ class WatchStream {
   bool Push(std::vector<Outgoing> responses, bool force);
   bool Push(std::vector<etcdserverpb::WatchResponse> responses, bool force);
   bool HasRoom() const;  // under mu_
+  // Under hub mu_: true if Push would refuse a response now (and then WriteDone wakes the hub once the
+  // queue has drained), so a catch-up need not read and select what it could not queue.
+  bool Full();
 
   WatchHub* hub_;
   std::function<void()> on_ready_;  // called under hub mu_, never under this mu_
@@ -186,6 +199,9 @@ class WatchHub {
   // Watchers now (all streams) and how many of them are unsynced.
   size_t watchers() const;
   size_t unsynced() const;
+  // Revisions read from the history for catching up so far: one read per revision for every group of
+  // unsynced watchers at the same revision with the same selection, not one per watcher.
+  uint64_t catch_up_reads() const;
 
   static constexpr int64_t kCatchUpRevisions = 1000;  // etcd's watchBatchMaxRevs
 
@@ -203,22 +219,65 @@ class WatchHub {
   };
   // A dispatch round's encoded blocks, by revision (the log's batch).
   using EncodingCache = std::unordered_map<const RevisionEvents*, CachedRevision>;
+  // What the watchers with one selector get from the revisions [from, to] (a group: every watcher of the
+  // round with that selector that is at `from` and goes to `to`): the shared blocks, one per revision
+  // with events for them, in revision order, and how many events they hold.
+  struct Selection {
+    std::string selector;                                        // owns the bytes the key refers to
+    std::vector<std::shared_ptr<const RevisionEvents>> batches;  // the revisions (for fragments)
+    std::vector<std::shared_ptr<const std::string>> blocks;
+    size_t count = 0;  // events in the blocks
+    size_t bytes = 0;  // the blocks' size
+  };
+  struct SelectionKey {
+    std::string_view selector;  // a Selection's own string
+    int64_t from = 0;
+    int64_t to = 0;
+    bool operator==(const SelectionKey& o) const {
+#ifdef REVKV_MUTATION_WATCH_GROUP_IGNORES_SELECTOR  // mutation switch: watchers of other ranges share
+      return from == o.from && to == o.to;
+#else
+      return from == o.from && to == o.to && selector == o.selector;
+#endif
+    }
+  };
+  struct SelectionKeyHash {
+    size_t operator()(const SelectionKey& k) const {
+#ifdef REVKV_MUTATION_WATCH_GROUP_IGNORES_SELECTOR
+      const size_t h = 0;
+#else
+      const size_t h = std::hash<std::string_view>()(k.selector);
+#endif
+      return h ^ (std::hash<int64_t>()(k.from) * 0x9e3779b97f4a7c15ULL) ^ std::hash<int64_t>()(k.to << 17);
+    }
+  };
+  // A dispatch round's state shared by its watchers (dropped after the round: the queued responses hold
+  // the blocks they need).
+  struct Round {
+    EncodingCache blocks;  // encoded blocks by revision and selection
+    std::unordered_map<SelectionKey, std::unique_ptr<Selection>, SelectionKeyHash> selections;
+  };
   void Run();
   void Pass();          // one dispatch round: new revisions to synced watchers, then catch-up
   void ProgressTick();  // periodic progress notifications
-  void CatchUp(WatchStream::Watcher* w, EncodingCache* cache);  // requires mu_
-  void Remove(WatchStream::Watcher* w);                         // requires mu_; deletes it
+  void CatchUp(WatchStream::Watcher* w, Round* round);  // requires mu_
+  void Remove(WatchStream::Watcher* w);                 // requires mu_; deletes it
   // The encoded block of the events of revision `b` that `w` gets (from *cache, or made and added there);
   // null if none passes its range and filters. Adds the number of events to *count.
   std::shared_ptr<const std::string> Block(const WatchStream::Watcher& w,
                                            const std::shared_ptr<const RevisionEvents>& revision,
                                            EncodingCache* cache, size_t* count);
-  // The responses for `w` of the revisions `batches` (one, or a catch-up's), with header revision
-  // `header_revision`: its own part and the shared blocks, or Build's fragments if it asked for fragments
-  // and the response reaches the limit; empty if no event passes.
-  std::vector<Outgoing> Encode(const WatchStream::Watcher& w,
-                               const std::vector<std::shared_ptr<const RevisionEvents>>& batches, size_t from,
-                               size_t to, int64_t header_revision, EncodingCache* cache);
+  // What `w` gets from the revisions [from, to], shared by every watcher of the round with its selector
+  // at `from` going to `to`: made by the first of them (from `known`, the batches of exactly those
+  // revisions, or else read from the history) and found by the others. Null if the history no longer
+  // holds `from` (compacted for `w`). Requires mu_.
+  const Selection* Select(const WatchStream::Watcher& w, int64_t from, int64_t to,
+                          const std::span<const std::shared_ptr<const RevisionEvents>>* known, Round* round);
+  // The responses for `w` of `selection`, with header revision `header_revision`: its own part and the
+  // shared blocks, or Build's fragments if it asked for fragments and the response reaches the limit;
+  // empty if no event passes.
+  std::vector<Outgoing> Respond(const WatchStream::Watcher& w, const Selection& selection,
+                                int64_t header_revision) const;
   // The responses (fragments, if the watcher asked) for `events` of a watcher; empty if none pass.
   std::vector<etcdserverpb::WatchResponse> Build(const WatchStream::Watcher& w,
                                                  const std::vector<const WatchEvent*>& events,
@@ -231,8 +290,9 @@ class WatchHub {
   std::set<WatchStream::Watcher*> synced_;                        // under mu_
   std::set<WatchStream::Watcher*> unsynced_;                      // under mu_
   int64_t dispatched_;                                            // under mu_
-  int64_t durable_wait_ = 0;  // under mu_: the revision a durability wake-up was asked for
-  uint64_t encodings_ = 0;    // under mu_
+  int64_t durable_wait_ = 0;     // under mu_: the revision a durability wake-up was asked for
+  uint64_t encodings_ = 0;       // under mu_
+  uint64_t catch_up_reads_ = 0;  // under mu_
   // Watchers in all streams; written under mu_, read by publishers without it (the log's listener wakes
   // the dispatcher only when there is a watcher, so a write costs no thread wake-up when nobody watches).
   std::atomic<size_t> live_watchers_{0};

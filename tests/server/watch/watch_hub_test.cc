@@ -8,7 +8,9 @@
 #include <cstdio>
 #include <limits>
 #include <map>
+#include <optional>
 #include <random>
+#include <set>
 #include <thread>
 
 namespace revkv::server::watch {
@@ -37,10 +39,12 @@ WatchEvent Del(const std::string& key, int64_t rev, const store::KvRecord& prev)
   return e;
 }
 
-// An event log, a visible revision the test moves, and a hub over them.
+// An event log, a visible revision the test moves, and a hub over them. `start`: the hub's dispatcher
+// starts at once; else at Start() (a test that sets up watchers before any dispatch round can run).
 class Harness {
  public:
-  explicit Harness(HubOptions options = HubOptions(), int64_t visible = std::numeric_limits<int64_t>::max())
+  explicit Harness(HubOptions options = HubOptions(), int64_t visible = std::numeric_limits<int64_t>::max(),
+                   bool start = true)
       : visible_(visible) {
     HubSource source;
     source.log = &log_;
@@ -55,8 +59,9 @@ class Harness {
       waiting_.emplace_back(revision, std::move(wake));
     };
     hub_ = std::make_unique<WatchHub>(std::move(source), options);
-    hub_->Start();
+    if (start) hub_->Start();
   }
+  void Start() { hub_->Start(); }
   ~Harness() { hub_->Stop(); }
 
   void SetVisible(int64_t v) {
@@ -644,6 +649,308 @@ TEST(WatchHub, FragmentSplitsALargeRevisionAtMaxRequestBytes) {
   for (const auto& r : reader.got())
     if (r.watch_id() == 1 && r.events_size() > 0) ++whole;
   EXPECT_EQ(whole, 1);
+}
+
+// Watchers of a stream at the same revision with the same selection catch up together: one read of the
+// history per revision for the group, not one per watcher. The watchers (two groups: plain and prev_kv)
+// are all created before the dispatcher starts, and the stream has room for all of them, so its first
+// round catches every one of them up.
+TEST(WatchHub, WatchersAtOneRevisionCatchUpWithOneHistoryReadPerRevisionPerGroup) {
+  constexpr int kWatchers = 32;  // per group
+  constexpr int kRevisions = 50;
+  HubOptions options;
+  options.stream_max_responses = 4 * kWatchers;
+  Harness h(options, std::numeric_limits<int64_t>::max(), /*start=*/false);
+  h.log().Publish(1, {});
+  for (int r = 2; r <= kRevisions + 1; ++r) {
+    // Two changes of one key (created before the history starts), so the second has a previous value.
+    const WatchEvent first = Put("p/" + std::to_string(r % 7), "a", r, 1, 1);
+    h.log().Publish(r,
+                    {first, Put("p/" + std::to_string(r % 7), "b", r, 1, 2, &first), Put("q", "x", r, r, 1)});
+  }
+  Reader reader(&h.hub());
+  for (int i = 0; i < 2 * kWatchers; ++i) {
+    WatchCreateRequest req = Req("p/", "p0", 2);
+    req.set_prev_kv(i % 2 == 1);
+    h.hub().Create(reader.stream(), req);
+  }
+  EXPECT_EQ(h.hub().unsynced(), 2u * kWatchers);
+  h.Start();
+  ASSERT_TRUE(reader.DrainUntil([&](auto& g) {
+    for (int id = 0; id < 2 * kWatchers; ++id)
+      if (CountEvents(g, id) < 2u * kRevisions) return false;
+    return true;
+  }));
+  reader.DrainFor(std::chrono::milliseconds(50));
+  EXPECT_EQ(h.hub().catch_up_reads(), 2u * kRevisions)
+      << "each group (plain, prev_kv) should read each revision once";
+  for (int id = 0; id < 2 * kWatchers; ++id) {
+    const std::vector<mvccpb::Event> events = reader.Events(id);
+    ASSERT_EQ(events.size(), 2u * kRevisions) << "watcher " << id;
+    for (int r = 2; r <= kRevisions + 1; ++r) {
+      const mvccpb::Event& a = events[2 * (r - 2)];
+      const mvccpb::Event& b = events[2 * (r - 2) + 1];
+      EXPECT_EQ(a.kv().mod_revision(), r);
+      EXPECT_EQ(a.kv().value(), "a");
+      EXPECT_EQ(b.kv().value(), "b");
+      EXPECT_EQ(b.has_prev_kv(), id % 2 == 1) << "watcher " << id;
+    }
+  }
+  EXPECT_EQ(h.hub().unsynced(), 0u);
+}
+
+// A stream whose watchers wait for room wakes the dispatcher once its queue has drained to half, not at
+// the first free slot, so that one round catches many of them up (together) rather than one per slot;
+// and while it has no room, rounds do not read the history for them.
+TEST(WatchHub, AStreamWhoseWatchersFellBehindWakesTheDispatcherOnceDrainedToHalf) {
+  HubOptions options;
+  options.stream_max_responses = 8;
+  // Started once everything is in place, so that its first round is the only one until the test drains.
+  Harness h(options, std::numeric_limits<int64_t>::max(), /*start=*/false);
+  h.log().Publish(1, {});
+  for (int r = 2; r <= 5; ++r) h.log().Publish(r, {Put("k", std::to_string(r), r, 2, r - 1)});
+  Reader reader(&h.hub());
+  for (int i = 0; i < 7; ++i) h.hub().Progress(reader.stream());
+  h.hub().Create(reader.stream(), Req("k", "", 2));  // its created response fills the queue: it waits
+  ASSERT_EQ(reader.stream()->queued(), 8u);
+  ASSERT_EQ(h.hub().unsynced(), 1u);
+  ASSERT_EQ(h.hub().dispatched(), 5);
+  // The first round dispatches revision 6 and does not read the history for a watcher whose stream has
+  // no room for what it would read.
+  h.log().Publish(6, {Put("k", "6", 6, 2, 5)});
+  h.Start();
+  const auto started = std::chrono::steady_clock::now() + std::chrono::seconds(10);
+  while (h.hub().dispatched() != 6 && std::chrono::steady_clock::now() < started)
+    std::this_thread::sleep_for(std::chrono::milliseconds(1));
+  ASSERT_EQ(h.hub().dispatched(), 6);  // the round is over (dispatched() waits for the hub's lock)
+  EXPECT_EQ(h.hub().catch_up_reads(), 0u) << "read the history for a stream without room";
+  EXPECT_EQ(reader.stream()->queued(), 8u);
+  auto take = [&](int n) {
+    for (int i = 0; i < n; ++i) {
+      Outgoing o;
+      ASSERT_TRUE(reader.stream()->Next(&o));
+      reader.stream()->WriteDone();
+    }
+  };
+  take(3);  // 5 queued: room, but more than half
+  std::this_thread::sleep_for(std::chrono::milliseconds(100));
+  EXPECT_EQ(reader.stream()->queued(), 5u) << "woken before the queue drained to half";
+  EXPECT_EQ(h.hub().unsynced(), 1u);
+  EXPECT_EQ(h.hub().catch_up_reads(), 0u);
+  take(1);  // 4 queued: half
+  const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(10);
+  while (h.hub().unsynced() != 0 && std::chrono::steady_clock::now() < deadline)
+    std::this_thread::sleep_for(std::chrono::milliseconds(1));
+  EXPECT_EQ(h.hub().unsynced(), 0u);
+  ASSERT_TRUE(reader.DrainUntil([](auto& g) { return CountEvents(g, 0) == 5; }));
+  EXPECT_EQ(h.hub().catch_up_reads(), 5u);  // revisions 2 to 6, once
+}
+
+// Grouped catch-up under concurrency: a writer publishes, watchers of several selections join (from now
+// or from a past revision) and leave (cancel) on streams read at different speeds (so they fall behind
+// and catch up, in groups that form and dissolve), and the history is compacted midway. Every watcher's
+// stream is exactly the history of its selection from its start (all of it, or a prefix up to its
+// cancel, or up to a compaction that overtook it, which it is told), each revision in one response.
+TEST(WatchHub, GroupedCatchUpGivesEveryWatcherExactlyItsHistoryUnderConcurrency) {
+  const uint32_t seed = std::random_device{}();
+  std::printf("seed %u\n", seed);
+  HubOptions options;
+  options.stream_max_responses = 6;
+  options.stream_max_bytes = 64 << 10;
+  Harness h(options);
+  h.log().Publish(1, {});
+  constexpr int kRevisions = 6000;
+  constexpr int kKeys = 12;
+  // The whole history as published (the log trims it).
+  std::vector<std::vector<WatchEvent>> history(kRevisions + 2);
+  std::atomic<int64_t> published{1};
+  std::atomic<bool> writing{true};
+  std::thread writer([&] {
+    std::mt19937 rng(seed);
+    std::map<std::string, store::KvRecord> live;
+    for (int r = 2; r <= kRevisions + 1; ++r) {
+      std::vector<WatchEvent> evs;
+      const int n = static_cast<int>(rng() % 4);  // 0: a revision without events
+      std::set<std::string> touched;
+      for (int i = 0; i < n; ++i) {
+        const std::string key = "k/" + std::to_string(rng() % kKeys);
+        if (!touched.insert(key).second) continue;
+        auto it = live.find(key);
+        if (it != live.end() && rng() % 4 == 0) {
+          evs.push_back(Del(key, r, it->second));
+          live.erase(it);
+          continue;
+        }
+        WatchEvent e;
+        e.kv = store::KvRecord{key,
+                               "v" + std::to_string(r),
+                               it == live.end() ? r : it->second.create_revision,
+                               r,
+                               it == live.end() ? 1 : it->second.version + 1,
+                               0};
+        if (it != live.end()) {
+          e.has_prev = true;
+          e.prev = it->second;
+        }
+        live[key] = e.kv;
+        evs.push_back(e);
+      }
+      history[r] = evs;
+      h.log().Publish(r, std::move(evs));
+      published.store(r);
+      // A compaction midway: watchers below it are told so.
+      if (r == kRevisions / 2) h.log().Trim(r - 100);
+      if (r % 8 == 0) std::this_thread::sleep_for(std::chrono::microseconds(100));
+    }
+    writing = false;
+  });
+
+  struct Made {
+    WatchCreateRequest request;
+    bool canceled_by_us = false;
+  };
+  constexpr int kStreams = 4;
+  std::vector<std::unique_ptr<Reader>> readers;
+  std::vector<std::vector<Made>> made(kStreams);  // by stream, in creation order = watch id
+  for (int i = 0; i < kStreams; ++i) readers.push_back(std::make_unique<Reader>(&h.hub()));
+  std::vector<std::thread> reading;
+  for (int i = 0; i < kStreams; ++i) {
+    reading.emplace_back([&, i] {
+      std::mt19937 rng(seed + 1 + i);
+      while (writing) {
+        readers[i]->Drain();
+        // Stream 0 reads fast; the others pause now and then, stream 3 for long.
+        if (i > 0 && rng() % 8 == 0) std::this_thread::sleep_for(std::chrono::milliseconds(i == 3 ? 20 : 2));
+      }
+    });
+  }
+  std::vector<WatchCreateRequest> kinds;
+  kinds.push_back(Req("k/", "k0"));
+  kinds.push_back(Req("k/1"));
+  kinds.push_back(Req("k/2", "k/5"));
+  kinds.push_back(Req("k/", "k0"));
+  kinds.back().set_prev_kv(true);
+  kinds.push_back(Req("k/", "k0"));
+  kinds.back().add_filters(WatchCreateRequest::NOPUT);
+  kinds.push_back(Req("", kFromKey));
+  kinds.back().add_filters(WatchCreateRequest::NODELETE);
+  kinds.back().set_prev_kv(true);
+  std::mt19937 rng(seed + 100);
+  while (writing) {
+    const int s = static_cast<int>(rng() % kStreams);
+    WatchCreateRequest req = kinds[rng() % kinds.size()];
+    const int64_t now = published.load();
+    // From now, or from a recent past revision (the same revision often, so groups form).
+    if (rng() % 2 == 0)
+      req.set_start_revision(std::max<int64_t>(2, now - static_cast<int64_t>(rng() % 3) * 50));
+    made[s].push_back(Made{req});
+    h.hub().Create(readers[s]->stream(), req);
+    if (rng() % 3 == 0 && !made[s].empty()) {
+      const int64_t id = static_cast<int64_t>(rng() % made[s].size());
+      if (!made[s][id].canceled_by_us) {
+        made[s][id].canceled_by_us = true;
+        h.hub().Cancel(readers[s]->stream(), id);
+      }
+    }
+    std::this_thread::sleep_for(std::chrono::microseconds(300));
+  }
+  writer.join();
+  for (auto& t : reading) t.join();
+  EXPECT_EQ(h.log().compacted_to(), kRevisions / 2 - 100);
+  // Everyone still watching gets to the end: every revision dispatched, nobody behind, every queue read.
+  const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(20);
+  for (;;) {
+    for (auto& r : readers) r->Drain();
+    bool idle = h.hub().dispatched() == kRevisions + 1 && h.hub().unsynced() == 0;
+    for (auto& r : readers) idle = idle && r->stream()->queued() == 0;
+    if (idle) break;
+    ASSERT_LT(std::chrono::steady_clock::now(), deadline) << "watchers never caught up (seed " << seed << ")";
+    std::this_thread::sleep_for(std::chrono::milliseconds(1));
+  }
+  auto expected_event = [](const WatchCreateRequest& req, const WatchEvent& e) -> std::optional<std::string> {
+    store::KeyRange range;
+    range.begin = req.key();
+    if (req.range_end().empty()) {
+      range.single = true;
+    } else if (req.range_end() != kFromKey) {
+      range.end = req.range_end();
+    }
+    if (!range.Contains(e.kv.key)) return std::nullopt;
+    for (int f : req.filters()) {
+      if (f == WatchCreateRequest::NOPUT && !e.is_delete) return std::nullopt;
+      if (f == WatchCreateRequest::NODELETE && e.is_delete) return std::nullopt;
+    }
+    std::string out = (e.is_delete ? "D " : "P ") + e.kv.key + " " + std::to_string(e.kv.mod_revision);
+    if (!e.is_delete) out += " " + e.kv.value;
+    const bool creation = !e.is_delete && e.kv.create_revision == e.kv.mod_revision;
+    if (req.prev_kv() && e.has_prev && !creation) out += " prev " + e.prev.value;
+    return out;
+  };
+  auto got_event = [](const mvccpb::Event& e) {
+    const bool del = e.type() == mvccpb::Event::DELETE;
+    std::string out = (del ? "D " : "P ") + e.kv().key() + " " + std::to_string(e.kv().mod_revision());
+    if (!del) out += " " + e.kv().value();
+    if (e.has_prev_kv()) out += " prev " + e.prev_kv().value();
+    return out;
+  };
+  size_t watchers = 0, checked_events = 0, told_compacted = 0;
+  for (int s = 0; s < kStreams; ++s) {
+    for (int64_t id = 0; id < static_cast<int64_t>(made[s].size()); ++id) {
+      const WatchCreateRequest& req = made[s][id].request;
+      int64_t start = req.start_revision();
+      std::vector<std::string> got;
+      std::set<int64_t> seen_revisions;  // a revision's events come in one response
+      int64_t compact_revision = 0;
+      bool canceled = false;
+      for (const auto& r : readers[s]->got()) {
+        if (r.watch_id() != id) continue;
+        if (r.created()) {
+          ASSERT_FALSE(r.canceled());
+          if (start == 0) start = r.header().revision() + 1;
+          continue;
+        }
+        if (r.canceled()) {
+          canceled = true;
+          compact_revision = r.compact_revision();
+          continue;
+        }
+        ASSERT_FALSE(canceled) << "events after the cancel (seed " << seed << ")";
+        std::set<int64_t> here;
+        for (const auto& e : r.events()) {
+          got.push_back(got_event(e));
+          here.insert(e.kv().mod_revision());
+        }
+        for (int64_t rev : here)
+          ASSERT_TRUE(seen_revisions.insert(rev).second)
+              << "revision " << rev << " split over responses (seed " << seed << ")";
+      }
+      ASSERT_GT(start, 0);
+      // The history of its selection from its start, up to where it stopped.
+      const int64_t upto = seen_revisions.empty() ? start - 1 : *seen_revisions.rbegin();
+      const int64_t end = canceled ? upto : kRevisions + 1;
+      std::vector<std::string> want;
+      for (int64_t r = start; r <= end; ++r)
+        for (const WatchEvent& e : history[r])
+          if (auto x = expected_event(req, e)) want.push_back(*x);
+      ASSERT_EQ(got, want) << "stream " << s << " watcher " << id << " from " << start << " (seed " << seed
+                           << ")";
+      if (compact_revision != 0) {
+        ++told_compacted;
+        EXPECT_FALSE(made[s][id].canceled_by_us && compact_revision == 0);
+        EXPECT_GT(compact_revision, upto) << "told of a compaction below what it was sent";
+      } else if (!made[s][id].canceled_by_us) {
+        EXPECT_FALSE(canceled);
+      }
+      ++watchers;
+      checked_events += got.size();
+    }
+  }
+  std::printf(
+      "%zu watchers, %zu events checked, %zu told of the compaction, %llu revisions read to catch up\n",
+      watchers, checked_events, told_compacted, static_cast<unsigned long long>(h.hub().catch_up_reads()));
+  EXPECT_GT(h.hub().catch_up_reads(), 0u) << "nobody caught up: the test proves nothing";
+  EXPECT_GE(watchers, 20u) << "too few watchers joined while the writer wrote";
+  EXPECT_GT(told_compacted, 0u) << "the compaction overtook nobody";
 }
 
 }  // namespace
