@@ -328,10 +328,12 @@ TEST_F(PipelineBatch, AClientThatVanishesWhileItsWritesAwaitTheLogLeavesThemDura
   }
   // Everything the server read is executed and, once durable, dropped: nothing stays in flight.
   const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(30);
-  while (Metric(server_, "revkv_rpc_requests_in_flight") > 0 && std::chrono::steady_clock::now() < deadline) {
+  while (ScrapeValue(server_.metrics_port(), "revkv_rpc_requests_in_flight") > 0 &&
+         std::chrono::steady_clock::now() < deadline) {
     std::this_thread::sleep_for(std::chrono::milliseconds(20));
   }
-  ASSERT_EQ(Metric(server_, "revkv_rpc_requests_in_flight"), 0) << "requests of the vanished clients stay";
+  ASSERT_EQ(ScrapeValue(server_.metrics_port(), "revkv_rpc_requests_in_flight"), 0)
+      << "requests of the vanished clients stay";
   ASSERT_TRUE(server_.Running());
   // Visible: reads are served at the durable revision, so these are the durable writes.
   auto count = [&] {
