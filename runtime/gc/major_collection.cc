@@ -58,6 +58,8 @@ constexpr size_t kMinHoleBytes = 64;
 // holes reused by old-space allocation, so at steady state an old chunk holds at least about half a
 // chunk of live data or is about to be evacuated.
 constexpr uint32_t kEvacuateBelowLiveBytes = kChunkSize / 2;
+// A collector thread's private stack of grey objects longer than this shares its older half.
+constexpr size_t kPublishAbove = 256;
 uint64_t g_nonhead_survivors = 0;   // collector mutex
 uint64_t g_superseded_at_last = 0;  // collector mutex
 
@@ -108,6 +110,7 @@ class LiveBytesCache {
 // buffer (TLAB: a chunk only it copies into), its share of the live bytes, the remembered-set entries it
 // found, and its counters. Summed or merged by the collecting thread after the trace.
 struct Worker {
+  std::vector<Object*> local;  // private grey objects (MajorCollector::Push)
   WorkStealingDeque<Object*> deque;
   char* to_cursor = nullptr;
   char* to_limit = nullptr;
@@ -157,11 +160,13 @@ class MajorCollector final : public Relocator {
     }
     workers_.resize(CollectorThreads());
     for (auto& w : workers_) w = std::make_unique<Worker>();
+    single_ = workers_.size() == 1;
     Condemn();
     // Steps 2 and 3 (but the nurseries) run on this thread, as worker 0: what they find goes to its deque.
     Worker& w0 = *workers_[0];
     for (ThreadContext* t : registry.threads()) ScanStackConservatively(w0, t);
     ScanPreciseRoots(w0, registry);
+    if (!single_) Publish(w0);  // the roots' work, for the helpers to steal as soon as they start
     RunOnCollectorThreads(workers_.size(), [this](size_t i) { Trace(*workers_[i]); });
     for (auto& w : workers_) {
       for (auto& [t, slot] : w->remembered) t->heap.remembered().push_back(slot);
@@ -307,7 +312,7 @@ class MajorCollector final : public Relocator {
   void PinClaimed(Worker& w, Object* o, uint16_t f) {
     o->StoreFlags(static_cast<uint16_t>(f | kPinned), std::memory_order_release);
     ++w.pinned_objects;
-    w.deque.Push(o);
+    Push(w, o);
     ChunkInfo& info = ChunkInfoOf(o);
     if (!(std::atomic_ref<uint8_t>(info.gc_flags).fetch_or(kChunkHasPinned, std::memory_order_relaxed) &
           kChunkHasPinned)) {
@@ -334,14 +339,15 @@ class MajorCollector final : public Relocator {
       word = old | bit;
     }
 #else
-    if (!SetMarkAtomic(o)) return;
+    // One collector thread: no other thread can race for the bit.
+    if (!(single_ ? SetMark(o) : SetMarkAtomic(o))) return;
 #endif
     (void)info;
     const uint32_t size = o->size();
     w.live.Add(ChunkBaseOf(o), size);
     w.bytes_marked += size;
     ++w.objects_marked;
-    w.deque.Push(o);
+    Push(w, o);
   }
 
   // A large object: the thread whose CAS sets kMarked scans it. Relaxed, as SetMarkAtomic.
@@ -350,7 +356,7 @@ class MajorCollector final : public Relocator {
     do {
       if (f & kMarked) return;
     } while (!o->CompareExchangeFlags(f, static_cast<uint16_t>(f | kMarked), std::memory_order_relaxed));
-    w.deque.Push(o);
+    Push(w, o);
   }
 
   // ----- step 3 (collecting thread; nurseries in the trace) -----
@@ -396,7 +402,7 @@ class MajorCollector final : public Relocator {
     ScanNurseries(w);
     Object* o;
     for (;;) {
-      while (w.deque.Pop(&o)) Scan(w, o);
+      while (Pop(w, &o)) Scan(w, o);
       if (!FindWork(w, &o)) break;
       Scan(w, o);
     }
@@ -431,6 +437,32 @@ class MajorCollector final : public Relocator {
         std::this_thread::yield();
       }
     }
+  }
+
+  // A grey object goes on the thread's private stack first (no synchronisation at all), and the
+  // older half of that stack moves to the thread's deque, where others can steal it, when another
+  // thread is idle (a relaxed read of the idle count on each push: a stale answer only delays the
+  // sharing by a push) or the private stack is long. The deque's pop costs a store-load fence; most
+  // objects never pay it. Termination is unchanged: a thread with a private object is not idle.
+  void Push(Worker& w, Object* o) {
+    w.local.push_back(o);
+    const size_t n = w.local.size();
+    if (n >= kPublishAbove || (n >= 2 && idle_.load(std::memory_order_relaxed) != 0)) Publish(w);
+  }
+
+  void Publish(Worker& w) {
+    const size_t half = w.local.size() / 2;
+    for (size_t i = 0; i < half; ++i) w.deque.Push(w.local[i]);  // the oldest: the widest work
+    w.local.erase(w.local.begin(), w.local.begin() + static_cast<ptrdiff_t>(half));
+  }
+
+  bool Pop(Worker& w, Object** out) {
+    if (!w.local.empty()) {
+      *out = w.local.back();
+      w.local.pop_back();
+      return true;
+    }
+    return w.deque.Pop(out);
   }
 
   bool TrySteal(Worker& w, Object** out) {
@@ -516,7 +548,7 @@ class MajorCollector final : public Relocator {
     // the claim; one that sees kForwarded also sees the address and the copy.
     o->h_revision.store(reinterpret_cast<uintptr_t>(to), std::memory_order_release);
     o->StoreFlags(static_cast<uint16_t>(f | kForwarded), std::memory_order_release);
-    w.deque.Push(reinterpret_cast<Object*>(to));
+    Push(w, reinterpret_cast<Object*>(to));
     w.bytes_copied += size;
     ++w.objects_copied;
     return reinterpret_cast<Object*>(to);
@@ -837,6 +869,7 @@ class MajorCollector final : public Relocator {
   std::vector<std::unique_ptr<Worker>> workers_;                   // [0]: the collecting thread
   std::vector<char*> nursery_chunks_;                              // every thread's, scanned as roots
   std::atomic<size_t> next_nursery_chunk_{0};                      // the next one to claim
+  bool single_ = false;                                            // one collector thread
   std::atomic<size_t> idle_{0};                                    // collector threads idle (FindWork)
   std::mutex pinned_chunks_mu_;                                    // guards pinned_chunks_ while tracing
   std::vector<char*> pinned_chunks_;
