@@ -413,11 +413,11 @@ class MajorCollector final : public Relocator {
   // Termination (the classic idle-count protocol, e.g. Flood, Detlefs, Shavit and Zhang, "Parallel
   // Garbage Collection for Shared Memory Multiprocessors", JVM 2001): a thread with an empty deque
   // counts itself idle, and while idle only looks for work; to steal it first counts itself busy again.
-  // A thread pushes only while busy and goes idle only with an empty deque, and a stolen object is held
-  // only by a busy thread; so when the count reaches the number of threads, every deque is empty, no
-  // object is being scanned, and none can appear: the trace is over, and every thread that sees the
-  // count at its maximum may return. The count is seq_cst, so an idle thread's decrement and a
-  // finishing thread's read are in one order.
+  // A thread pushes only while busy and goes idle only with an empty deque and private stack (Pop),
+  // and a stolen object is held only by a busy thread; so when the count reaches the number of threads,
+  // every deque is empty, no object is being scanned, and none can appear: the trace is over, and every
+  // thread that sees the count at its maximum may return. The count is seq_cst, so an idle thread's decrement
+  // and a finishing thread's read are in one order.
   bool FindWork(Worker& w, Object** out) {
     if (TrySteal(w, out)) return true;
     idle_.fetch_add(1, std::memory_order_seq_cst);
@@ -444,10 +444,15 @@ class MajorCollector final : public Relocator {
   // thread is idle (a relaxed read of the idle count on each push: a stale answer only delays the
   // sharing by a push) or the private stack is long. The deque's pop costs a store-load fence; most
   // objects never pay it. Termination is unchanged: a thread with a private object is not idle.
+  // With one thread nothing is shared; a deque that still holds work needs no more for now.
   void Push(Worker& w, Object* o) {
     w.local.push_back(o);
+    if (single_) return;
     const size_t n = w.local.size();
-    if (n >= kPublishAbove || (n >= 2 && idle_.load(std::memory_order_relaxed) != 0)) Publish(w);
+    if ((n >= kPublishAbove || (n >= 2 && idle_.load(std::memory_order_relaxed) != 0)) &&
+        !w.deque.MaybeNonEmpty()) {
+      Publish(w);
+    }
   }
 
   void Publish(Worker& w) {
