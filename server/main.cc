@@ -112,6 +112,7 @@ int Main(int argc, char** argv) {
   heap.max_heap_bytes = config.max_heap;
   heap.nursery_bytes = config.nursery_size;
   heap.retain_evacuation_reserve = config.evacuation_reserve;
+  heap.collector_threads = static_cast<size_t>(config.gc_threads);
   runtime::InitializeRuntime(heap);
   runtime::ThreadRegistration main_thread("main");
   spdlog::info("revkv-server {} starting with:\n{}", kServerVersion, config.Describe());

@@ -115,6 +115,13 @@ enum class MajorMode : uint8_t {
 // must be registered and must not hold STM header locks.
 void CollectMajor(MajorMode mode = MajorMode::kSelective);
 
+// Collector threads of the major collection (docs/runtime-heap-gc.md 7.3, "Parallel tracing"): the
+// collecting thread plus n - 1 helpers trace and evacuate in parallel, with work stealing. 0 (the
+// default) restores the configured number: HeapOptions::collector_threads, else REVKV_GC_THREADS from the
+// environment, else one per core. Takes effect at the next major collection. Thread-safe.
+inline constexpr size_t kMaxCollectorThreads = 64;
+void SetCollectorThreads(size_t n);
+
 // Runs a minor collection of the calling thread's nursery now. Reaches a safepoint first.
 void CollectMinor();
 
@@ -177,6 +184,13 @@ struct CollectionRecord {
   uint64_t bytes_marked;      // major: bytes of old objects found live and kept where they are
   uint64_t objects_marked;    // major: old objects found live and kept where they are
   uint32_t threads;           // registered threads (major)
+  // Major: the collector threads that traced (docs/runtime-heap-gc.md 7.3), the objects each scanned
+  // (old objects marked in place or copied, large objects, nursery objects scanned as roots; each
+  // exactly once), and how many objects they took from another thread's deque.
+  uint32_t collector_threads;
+  std::vector<uint64_t> objects_scanned_by_thread;
+  uint64_t objects_scanned;
+  uint64_t steals;
   std::string reason;
 };
 

@@ -32,11 +32,15 @@
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
+#include <memory>
+#include <mutex>
+#include <thread>
 #include <unordered_map>
 
 #include "runtime/gc/collector.h"
+#include "runtime/gc/collector_threads.h"
 #include "runtime/gc/roots.h"
-#include "runtime/gc/scan_queue.h"
+#include "runtime/gc/work_stealing_deque.h"
 #include "runtime/heap/mark_bits.h"
 #include "runtime/heap/object_format.h"
 #include "runtime/heap/object_starts.h"
@@ -54,8 +58,75 @@ constexpr size_t kMinHoleBytes = 64;
 // holes reused by old-space allocation, so at steady state an old chunk holds at least about half a
 // chunk of live data or is about to be evacuated.
 constexpr uint32_t kEvacuateBelowLiveBytes = kChunkSize / 2;
+// A collector thread's private stack of grey objects longer than this shares its older half.
+constexpr size_t kPublishAbove = 256;
 uint64_t g_nonhead_survivors = 0;   // collector mutex
 uint64_t g_superseded_at_last = 0;  // collector mutex
+
+// A chunk's gc_flags while the collector threads trace: kChunkHasPinned may be set by any of them
+// (PinClaimed) while others read the flags, so every access then is atomic. Relaxed: the flags that
+// decide where an object goes (kChunkCondemned, kChunkMarkInPlace) were written by Condemn before the
+// threads started; kChunkHasPinned only routes the chunk to the pinned list, read after they finish.
+uint8_t GcFlagsOf(ChunkInfo& info) {
+  return std::atomic_ref<uint8_t>(info.gc_flags).load(std::memory_order_relaxed);
+}
+
+// The per-thread share of the chunks' live bytes (ChunkInfo::live_bytes), summed without an atomic per
+// object: a small direct-mapped table of (chunk, bytes) entries; an entry evicted by another chunk, and
+// every entry at the end of the trace, is added to its chunk with one atomic fetch_add. Relaxed: the
+// sums are read by the sweep, after RunOnCollectorThreads returned (which orders every thread's adds
+// before it).
+class LiveBytesCache {
+ public:
+  void Add(char* chunk, uint32_t bytes) {
+    Entry& e = entries_[(reinterpret_cast<uintptr_t>(chunk) / kChunkSize) % kEntries];
+    if (e.chunk != chunk) {
+      Flush(e);
+      e.chunk = chunk;
+    }
+    e.bytes += bytes;
+  }
+  void FlushAll() {
+    for (Entry& e : entries_) Flush(e);
+  }
+
+ private:
+  static constexpr size_t kEntries = 1024;
+  struct Entry {
+    char* chunk = nullptr;
+    uint32_t bytes = 0;
+  };
+  static void Flush(Entry& e) {
+    if (e.bytes != 0) {
+      std::atomic_ref<uint32_t>(ChunkInfoOf(e.chunk).live_bytes)
+          .fetch_add(e.bytes, std::memory_order_relaxed);
+    }
+    e.bytes = 0;
+  }
+  Entry entries_[kEntries];
+};
+
+// What one collector thread owns while tracing: its deque of grey objects, its to-space allocation
+// buffer (TLAB: a chunk only it copies into), its share of the live bytes, the remembered-set entries it
+// found, and its counters. Summed or merged by the collecting thread after the trace.
+struct Worker {
+  std::vector<Object*> local;  // private grey objects (MajorCollector::Push)
+  WorkStealingDeque<Object*> deque;
+  char* to_cursor = nullptr;
+  char* to_limit = nullptr;
+  LiveBytesCache live;
+  std::vector<std::pair<ThreadContext*, std::atomic<Object*>*>> remembered;
+  size_t next_victim = 0;
+  uint64_t bytes_copied = 0;
+  uint64_t objects_copied = 0;
+  uint64_t pinned_objects = 0;
+  uint64_t chains_collapsed = 0;
+  uint64_t bytes_marked = 0;
+  uint64_t objects_marked = 0;
+  uint64_t nonhead_survivors = 0;
+  uint64_t objects_scanned = 0;
+  uint64_t steals = 0;
+};
 }  // namespace
 
 class MajorCollector final : public Relocator {
@@ -87,10 +158,19 @@ class MajorCollector final : public Relocator {
       t->heap.DropOldRegion();
       t->heap.remembered().clear();
     }
+    workers_.resize(CollectorThreads());
+    for (auto& w : workers_) w = std::make_unique<Worker>();
+    single_ = workers_.size() == 1;
     Condemn();
-    for (ThreadContext* t : registry.threads()) ScanStackConservatively(t);
-    ScanPreciseRoots(registry);
-    queue_.Drain([this](Object* o) { Scan(o); });
+    // Steps 2 and 3 (but the nurseries) run on this thread, as worker 0: what they find goes to its deque.
+    Worker& w0 = *workers_[0];
+    for (ThreadContext* t : registry.threads()) ScanStackConservatively(w0, t);
+    ScanPreciseRoots(w0, registry);
+    if (!single_) Publish(w0);  // the roots' work, for the helpers to steal as soon as they start
+    RunOnCollectorThreads(workers_.size(), [this](size_t i) { Trace(*workers_[i]); });
+    for (auto& w : workers_) {
+      for (auto& [t, slot] : w->remembered) t->heap.remembered().push_back(slot);
+    }
     Sweep();
     for (ThreadContext* t : registry.threads()) t->heap.ReturnUnusedNurseryChunks();
     PageSpace::Get().RebuildAfterCollection();
@@ -109,15 +189,22 @@ class MajorCollector final : public Relocator {
     r.time_to_safepoint_nanos = tts;
     r.heap_bytes_before = before;
     r.heap_bytes_after = after;
-    r.bytes_copied = bytes_copied_;
-    r.objects_copied = objects_copied_;
-    r.pinned_objects = pinned_objects_;
     r.pinned_chunks = pinned_chunks_.size();
     r.pinned_bytes = pinned_bytes_;
-    r.chains_collapsed = chains_collapsed_;
     r.chunks_evacuated = chunks_evacuated_;
-    r.bytes_marked = bytes_marked_;
-    r.objects_marked = objects_marked_;
+    r.collector_threads = static_cast<uint32_t>(workers_.size());
+    for (auto& w : workers_) {
+      r.bytes_copied += w->bytes_copied;
+      r.objects_copied += w->objects_copied;
+      r.pinned_objects += w->pinned_objects;
+      r.chains_collapsed += w->chains_collapsed;
+      r.bytes_marked += w->bytes_marked;
+      r.objects_marked += w->objects_marked;
+      r.objects_scanned += w->objects_scanned;
+      r.steals += w->steals;
+      r.objects_scanned_by_thread.push_back(w->objects_scanned);
+      nonhead_survivors_ += w->nonhead_survivors;
+    }
     r.revisions_freed = RevisionsFreed();
     r.threads = static_cast<uint32_t>(registry.threads().size());
     r.reason = reason_;
@@ -126,7 +213,8 @@ class MajorCollector final : public Relocator {
     return r;
   }
 
-  Object* Relocate(Object* o) override { return o == nullptr ? o : Evacuate(o); }
+  // The client's transaction state, relocated exactly (step 3, on the collecting thread only).
+  Object* Relocate(Object* o) override { return o == nullptr ? o : Evacuate(*workers_[0], o); }
 
  private:
   // ----- step 1 -----
@@ -161,13 +249,17 @@ class MajorCollector final : public Relocator {
     sparse.clear();  // mutation test: every old chunk is marked in place, nothing is evacuated
 #endif
     // Sparsest first, within the copy budget: the free chunks the heap still has. Copies fill their
-    // to-space chunks up to the last object that fits, so the budget keeps an eighth in hand; an object
-    // that finds no to-space after all is pinned (AllocateToSpace), never lost.
+    // to-space chunks up to the last object that fits, so the budget keeps an eighth in hand, less one
+    // chunk per collector thread (each has a to-space chunk of its own, which it may leave part empty);
+    // an object that finds no to-space after all is pinned (AllocateToSpace), never lost.
     std::sort(sparse.begin(), sparse.end(), [](const Measured& a, const Measured& b) {
       return a.live != b.live ? a.live < b.live : a.chunk < b.chunk;
     });
     const size_t capacity = PageSpace::Get().FreeChunkCapacity() * kChunkSize;
-    const size_t budget = mode_ == MajorMode::kCompactEverything ? SIZE_MAX : capacity - capacity / 8;
+    const size_t tlabs = workers_.size() * kChunkSize;
+    const size_t budget = mode_ == MajorMode::kCompactEverything ? SIZE_MAX
+                          : capacity - capacity / 8 > tlabs      ? capacity - capacity / 8 - tlabs
+                                                                 : 0;
     size_t planned = 0;
     for (const Measured& m : sparse) {
       if (planned + m.live > budget) break;
@@ -177,139 +269,330 @@ class MajorCollector final : public Relocator {
     }
   }
 
-  // ----- step 2 -----
-  REVKV_NO_SANITIZE_STACK_SCAN void ScanStackConservatively(ThreadContext* t) {
-    for (uintptr_t w : t->registers.words) PinWord(w);
+  // ----- step 2 (collecting thread only, before any object moves) -----
+  REVKV_NO_SANITIZE_STACK_SCAN void ScanStackConservatively(Worker& w, ThreadContext* t) {
+    for (uintptr_t word : t->registers.words) PinWord(w, word);
     const uintptr_t top = t->stack_top.load(std::memory_order_relaxed) & ~uintptr_t{7};
     for (uintptr_t a = top; a < t->stack_high; a += sizeof(uintptr_t)) {
-      PinWord(*reinterpret_cast<const uintptr_t*>(a));
+      PinWord(w, *reinterpret_cast<const uintptr_t*>(a));
     }
   }
 
   // A word pins (or marks) the object it points into and the object it points one past the end of
   // (ResolveAmbiguousReferents).
-  void PinWord(uintptr_t w) {
+  void PinWord(Worker& w, uintptr_t word) {
 #ifdef REVKV_MUTATION_NO_STACK_ROOTS
     return;  // mutation test: ambiguous roots keep nothing alive
 #endif
-    const AmbiguousReferents r = ResolveAmbiguousReferents(w);
-    if (r.into != nullptr) PinReferent(r.into);
-    if (r.ending != nullptr) PinReferent(r.ending);
+    const AmbiguousReferents r = ResolveAmbiguousReferents(word);
+    if (r.into != nullptr) PinReferent(w, r.into);
+    if (r.ending != nullptr) PinReferent(w, r.ending);
   }
 
-  void PinReferent(Object* o) {
+  void PinReferent(Worker& w, Object* o) {
     const ChunkKind kind = ChunkKindOf(o);
     if (kind == ChunkKind::kLargeHead) {
-      MarkLarge(o);
+      MarkLarge(w, o);
     } else if (kind == ChunkKind::kOld && (ChunkInfoOf(o).gc_flags & kChunkMarkInPlace)) {
-      MarkInPlace(o, ChunkInfoOf(o));  // stays where it is anyway
+      MarkInPlace(w, o, ChunkInfoOf(o));  // stays where it is anyway
     } else if (kind == ChunkKind::kOld && (ChunkInfoOf(o).gc_flags & kChunkCondemned)) {
 #ifdef REVKV_MUTATION_NO_PINNING
       // mutation test: an ambiguous root keeps its object alive like a precise one, but it moves
-      (void)Evacuate(o);
+      (void)Evacuate(w, o);
       return;
 #endif
-      Pin(o);
+      const uint16_t f = o->flags();
+      if (!(f & (kPinned | kForwarded))) PinClaimed(w, o, f);
     }
   }
 
-  void Pin(Object* o) {
-    if (o->flags() & kPinned) return;
-    o->SetFlagsExclusive(o->flags() | kPinned);
-    ++pinned_objects_;
-    queue_.PushInPlace(o);
-    char* chunk = ChunkBaseOf(o);
-    ChunkInfo& info = ChunkInfoOf(chunk);
-    if (!(info.gc_flags & kChunkHasPinned)) {
-      info.gc_flags |= kChunkHasPinned;
-      pinned_chunks_.push_back(chunk);
+  // Keeps `o` (of a candidate chunk) where it is. The calling thread owns o's header: it is the
+  // collecting thread before the trace, or the thread that claimed o (kCopying) during it; `f` is o's
+  // flags before the claim. The release store ends the claim: threads waiting on kCopying see kPinned.
+  void PinClaimed(Worker& w, Object* o, uint16_t f) {
+    o->StoreFlags(static_cast<uint16_t>(f | kPinned), std::memory_order_release);
+    ++w.pinned_objects;
+    Push(w, o);
+    ChunkInfo& info = ChunkInfoOf(o);
+    if (!(std::atomic_ref<uint8_t>(info.gc_flags).fetch_or(kChunkHasPinned, std::memory_order_relaxed) &
+          kChunkHasPinned)) {
+      std::lock_guard<std::mutex> lock(pinned_chunks_mu_);
+      pinned_chunks_.push_back(ChunkBaseOf(o));
     }
   }
 
-  // An object of a chunk marked in place: found live once, scanned once.
-  void MarkInPlace(Object* o, ChunkInfo& info) {
-    if (!SetMark(o)) return;
+  // An object of a chunk marked in place: found live once (the thread that sets its mark bit), scanned
+  // once, by that thread or a thief.
+  void MarkInPlace(Worker& w, Object* o, ChunkInfo& info) {
+#ifdef REVKV_MUTATION_MARK_RACE
+    // mutation test: a plain test-then-set of the mark bit; two threads may both win an object (and
+    // scan it twice), and a bit another thread set in the same word between the read and the write is
+    // lost (a live object left unmarked, then swept)
+    {
+      const size_t g = PageGranuleOf(o);
+      uint64_t& word = PageOf(o)->object_starts[kStartWordsPerPage + g / 64];
+      const uint64_t bit = uint64_t{1} << (g % 64);
+      const uint64_t old = word;
+      if (old & bit) return;
+      for (volatile int i = 0; i < 16; ++i) {
+      }
+      word = old | bit;
+    }
+#else
+    // One collector thread: no other thread can race for the bit.
+    if (!(single_ ? SetMark(o) : SetMarkAtomic(o))) return;
+#endif
+    (void)info;
     const uint32_t size = o->size();
-    info.live_bytes += size;
-    bytes_marked_ += size;
-    ++objects_marked_;
-    queue_.PushInPlace(o);
+    w.live.Add(ChunkBaseOf(o), size);
+    w.bytes_marked += size;
+    ++w.objects_marked;
+    Push(w, o);
   }
 
-  void MarkLarge(Object* o) {
-    if (o->flags() & kMarked) return;
-    o->SetFlagsExclusive(o->flags() | kMarked);
-    queue_.PushInPlace(o);
+  // A large object: the thread whose CAS sets kMarked scans it. Relaxed, as SetMarkAtomic.
+  void MarkLarge(Worker& w, Object* o) {
+    uint16_t f = o->flags();
+    do {
+      if (f & kMarked) return;
+    } while (!o->CompareExchangeFlags(f, static_cast<uint16_t>(f | kMarked), std::memory_order_relaxed));
+    Push(w, o);
   }
 
-  // ----- step 3 -----
-  void ScanPreciseRoots(ThreadRegistry& registry) {
+  // ----- step 3 (collecting thread; nurseries in the trace) -----
+  void ScanPreciseRoots(Worker& w, ThreadRegistry& registry) {
     {
       GlobalRootTable& table = GlobalRootTable::Get();
       std::lock_guard<std::mutex> lock(table.mutex());
       for (GlobalRoot* root : table.roots()) {
         Object* v = root->value_.load(std::memory_order_relaxed);
         if (v == nullptr) continue;
-        root->value_.store(Evacuate(CollapseChain(v)), std::memory_order_relaxed);
+        root->value_.store(EvacuateCollapsed(w, v), std::memory_order_relaxed);
       }
     }
     for (ThreadContext* t : registry.threads()) {
       for (internal::RootNode* n = t->roots.next; n != &t->roots; n = n->next) {
-        if (n->Get() != nullptr) n->Set(Evacuate(n->Get()));
+        if (n->Get() != nullptr) n->Set(Evacuate(w, n->Get()));
       }
-      for (char* chunk : t->heap.nursery_chunks()) {
-        char* fringe = ChunkInfoOf(chunk).fringe;
-        for (char* p = chunk; p < fringe; p += SizeAt(p)) {
-          if (!IsFiller(p)) Scan(reinterpret_cast<Object*>(p));
-        }
-      }
+      for (char* chunk : t->heap.nursery_chunks()) nursery_chunks_.push_back(chunk);
       if (client_ != nullptr && t->client_state != nullptr) {
         client_->RelocateThreadState(t->client_state, *this, CollectionKind::kMajor);
       }
     }
   }
 
-  // ----- step 4 -----
+  // Scans the nursery chunks this thread claims (one fetch_add each: the chunks are the unit of
+  // sharing here, the objects found go to the claiming thread's deque).
+  void ScanNurseries(Worker& w) {
+    for (;;) {
+      const size_t i = next_nursery_chunk_.fetch_add(1, std::memory_order_relaxed);
+      if (i >= nursery_chunks_.size()) return;
+      char* chunk = nursery_chunks_[i];
+      char* fringe = ChunkInfoOf(chunk).fringe;
+      for (char* p = chunk; p < fringe; p += SizeAt(p)) {
+        if (!IsFiller(p)) Scan(w, reinterpret_cast<Object*>(p));
+      }
+    }
+  }
+
+  // ----- step 4: the parallel trace -----
+  // Every collector thread: its share of the nurseries, then its own deque (LIFO), then other threads'
+  // deques (stealing), until termination: all threads idle with every deque empty (FindWork).
+  void Trace(Worker& w) {
+    ScanNurseries(w);
+    Object* o;
+    for (;;) {
+      while (Pop(w, &o)) Scan(w, o);
+      if (!FindWork(w, &o)) break;
+      Scan(w, o);
+    }
+    if (w.to_cursor != nullptr) ChunkInfoOf(w.to_cursor - 1).fringe = w.to_cursor;
+    w.live.FlushAll();
+  }
+
+  // Termination (the classic idle-count protocol, e.g. Flood, Detlefs, Shavit and Zhang, "Parallel
+  // Garbage Collection for Shared Memory Multiprocessors", JVM 2001): a thread with an empty deque
+  // counts itself idle, and while idle only looks for work; to steal it first counts itself busy again.
+  // A thread pushes only while busy and goes idle only with an empty deque and private stack (Pop),
+  // and a stolen object is held only by a busy thread; so when the count reaches the number of threads,
+  // every deque is empty, no object is being scanned, and none can appear: the trace is over, and every
+  // thread that sees the count at its maximum may return. The count is seq_cst, so an idle thread's decrement
+  // and a finishing thread's read are in one order.
+  bool FindWork(Worker& w, Object** out) {
+    if (TrySteal(w, out)) return true;
+    idle_.fetch_add(1, std::memory_order_seq_cst);
+    for (int spins = 0;; ++spins) {
+      if (idle_.load(std::memory_order_seq_cst) == workers_.size()) return false;
+      if (AnyDequeMaybeNonEmpty(w)) {
+        idle_.fetch_sub(1, std::memory_order_seq_cst);
+        if (TrySteal(w, out)) return true;
+        idle_.fetch_add(1, std::memory_order_seq_cst);
+      }
+      // docs/locks.md: a spin-wait bounded by the other threads' remaining work. Spinning, not
+      // yielding, at first: a thread that yields on a loaded machine may lose its core for a whole
+      // time slice, longer than most traces, while the thread it waits for pushes work it could steal.
+      if (spins < 4096) {
+        port::CpuRelax();
+      } else {
+        std::this_thread::yield();
+      }
+    }
+  }
+
+  // A grey object goes on the thread's private stack first (no synchronisation at all), and the
+  // older half of that stack moves to the thread's deque, where others can steal it, when another
+  // thread is idle (a relaxed read of the idle count on each push: a stale answer only delays the
+  // sharing by a push) or the private stack is long. The deque's pop costs a store-load fence; most
+  // objects never pay it. Termination is unchanged: a thread with a private object is not idle.
+  // With one thread nothing is shared; a deque that still holds work needs no more for now.
+  void Push(Worker& w, Object* o) {
+    w.local.push_back(o);
+    if (single_) return;
+    const size_t n = w.local.size();
+    if ((n >= kPublishAbove || (n >= 2 && idle_.load(std::memory_order_relaxed) != 0)) &&
+        !w.deque.MaybeNonEmpty()) {
+      Publish(w);
+    }
+  }
+
+  void Publish(Worker& w) {
+    const size_t half = w.local.size() / 2;
+    for (size_t i = 0; i < half; ++i) w.deque.Push(w.local[i]);  // the oldest: the widest work
+    w.local.erase(w.local.begin(), w.local.begin() + static_cast<ptrdiff_t>(half));
+  }
+
+  bool Pop(Worker& w, Object** out) {
+    if (!w.local.empty()) {
+      *out = w.local.back();
+      w.local.pop_back();
+      return true;
+    }
+    return w.deque.Pop(out);
+  }
+
+  bool TrySteal(Worker& w, Object** out) {
+#ifdef REVKV_MUTATION_NO_STEALING
+    return false;  // mutation test: each thread traces only what it found itself
+#endif
+    const size_t n = workers_.size();
+    for (size_t k = 0; k < n; ++k) {
+      w.next_victim = (w.next_victim + 1) % n;
+      Worker& victim = *workers_[w.next_victim];
+      if (&victim == &w) continue;
+      if (victim.deque.Steal(out)) {
+        ++w.steals;
+        return true;
+      }
+    }
+    return false;
+  }
+
+  bool AnyDequeMaybeNonEmpty(const Worker& w) const {
+#ifdef REVKV_MUTATION_NO_STEALING
+    return false;
+#endif
+    for (const auto& v : workers_) {
+      if (v.get() != &w && v->deque.MaybeNonEmpty()) return true;
+    }
+    return false;
+  }
+
   // The address of `o` after this collection: copied if it is in a candidate chunk and not pinned,
   // marked where it is if its chunk is marked in place.
-  Object* Evacuate(Object* o) {
+  Object* Evacuate(Worker& w, Object* o) {
     ChunkInfo& info = ChunkInfoOf(o);
-    if (info.gc_flags & kChunkMarkInPlace) {
-      MarkInPlace(o, info);
+    const uint8_t gc = GcFlagsOf(info);
+    if (gc & kChunkMarkInPlace) {
+      MarkInPlace(w, o, info);
       return o;
     }
-    if (info.gc_flags & kChunkCondemned) {
-      const uint16_t f = o->flags();
-      if (f & kForwarded) return reinterpret_cast<Object*>(o->h_revision.load(std::memory_order_relaxed));
-      if (f & kPinned) return o;
-      const size_t size = o->size();
-#ifdef REVKV_MUTATION_NO_MOVING
-      Pin(o);  // mutation test: survivors are never copied
-      return o;
-#endif
-      char* to = AllocateToSpace(size);
-      if (to == nullptr) {  // no chunk left: it stays where it is, like a pinned object
-        Pin(o);
-        return o;
-      }
-      std::memcpy(to, static_cast<void*>(o), size);
-      o->SetFlagsExclusive(f | kForwarded);
-      o->h_revision.store(reinterpret_cast<uintptr_t>(to), std::memory_order_relaxed);
-      queue_.NoteCopy(to, size);
-      bytes_copied_ += size;
-      ++objects_copied_;
-      return reinterpret_cast<Object*>(to);
-    }
-    if (ChunkKindOf(o) == ChunkKind::kLargeHead) MarkLarge(o);
+    if (gc & kChunkCondemned) return EvacuateCandidate(w, o);
+    if (ChunkKindOf(o) == ChunkKind::kLargeHead) MarkLarge(w, o);
     return o;  // in a nursery (scanned as a root), in to-space, or large
   }
 
-  // Where `o` is now if it has already moved, else `o`.
-  static Object* Current(Object* o) {
-    if ((ChunkInfoOf(o).gc_flags & kChunkCondemned) && (o->flags() & kForwarded)) {
-      return reinterpret_cast<Object*>(o->h_revision.load(std::memory_order_relaxed));
+  // An object of a candidate chunk is copied by exactly one thread: the one whose CAS sets kCopying on
+  // its flags (the claim). The others wait for the claim to end (a copy is at most 8 KiB of memcpy,
+  // never a wait for anything else) and take the winner's answer: kForwarded (h_revision holds the
+  // copy's address) or kPinned (to-space ran out; it stays).
+  Object* EvacuateCandidate(Worker& w, Object* o) {
+    // Acquire: pairs with the winner's release store of kForwarded, so the copy's bytes and the
+    // forwarding address are visible.
+    uint16_t f = o->flags(std::memory_order_acquire);
+    for (;;) {
+      if (f & kForwarded) return reinterpret_cast<Object*>(o->h_revision.load(std::memory_order_relaxed));
+      if (f & kPinned) return o;
+      if (f & kCopying) {
+        port::CpuRelax();
+        f = o->flags(std::memory_order_acquire);
+        continue;
+      }
+      // Relaxed on success: the claim only excludes; what the winner reads of o was written before
+      // the trace. On failure f is reloaded and the loop decides again.
+      if (o->CompareExchangeFlags(f, static_cast<uint16_t>(f | kCopying), std::memory_order_relaxed)) break;
     }
+    const size_t size = o->size();
+#ifdef REVKV_MUTATION_NO_MOVING
+    PinClaimed(w, o, f);  // mutation test: survivors are never copied
     return o;
+#endif
+    char* to = AllocateToSpace(w, size);
+    if (to == nullptr) {  // no chunk left: it stays where it is, like a pinned object
+      PinClaimed(w, o, f);
+      return o;
+    }
+    // The header is rebuilt, not copied: another thread may still be failing a CAS on o's flags (an
+    // atomic access the memcpy's plain read would race with). The rest of o is read by others only
+    // (h_commit_time, h_newest: never written in an original during the trace).
+    HeaderAccess::Init(to, o->type(), static_cast<uint32_t>(size));
+    auto* copy = reinterpret_cast<Object*>(to);
+    copy->SetFlagsExclusive(f);  // without the claim
+    copy->h_revision.store(o->h_revision.load(std::memory_order_relaxed), std::memory_order_relaxed);
+    std::memcpy(to + sizeof(Object), reinterpret_cast<char*>(o) + sizeof(Object), size - sizeof(Object));
+    // Release (both): a thread that reads the forwarding address in h_revision (ReadLink) also sees
+    // the claim; one that sees kForwarded also sees the address and the copy.
+    o->h_revision.store(reinterpret_cast<uintptr_t>(to), std::memory_order_release);
+    o->StoreFlags(static_cast<uint16_t>(f | kForwarded), std::memory_order_release);
+    Push(w, reinterpret_cast<Object*>(to));
+    w.bytes_copied += size;
+    ++w.objects_copied;
+    return reinterpret_cast<Object*>(to);
+  }
+
+  // Where `o` is now if it has already moved, else `o`; waits for a claim in progress to end.
+  static Object* Current(Object* o) {
+    if (!(GcFlagsOf(ChunkInfoOf(o)) & kChunkCondemned)) return o;
+    uint16_t f = o->flags(std::memory_order_acquire);
+    while (f & kCopying) {
+      port::CpuRelax();
+      f = o->flags(std::memory_order_acquire);
+    }
+    if (f & kForwarded) return reinterpret_cast<Object*>(o->h_revision.load(std::memory_order_relaxed));
+    return o;
+  }
+
+  // The h_revision word of `o`'s current copy (and `o` set to that copy). An object of a candidate
+  // chunk that is neither forwarded nor claimed may be claimed by another thread at any moment, and its
+  // h_revision then becomes a forwarding address: if the value read is that address (stored with
+  // release after the claim's CAS), the acquire load makes the claim visible to the flags read after
+  // it, and the read is retried on the copy. If that flags read shows no claim, the value read was the
+  // object's own word.
+  static uintptr_t ReadLink(Object*& o) {
+    for (;;) {
+      o = Current(o);
+      const uintptr_t v = o->h_revision.load(std::memory_order_acquire);
+      if (!(GcFlagsOf(ChunkInfoOf(o)) & kChunkCondemned)) return v;
+      if (!(o->flags(std::memory_order_relaxed) & (kCopying | kForwarded))) return v;
+    }
+  }
+
+  // A heap reference collapsed along its chain (CollapseChain), evacuated, and given the skip hint it
+  // passed (CarryHint).
+  Object* EvacuateCollapsed(Worker& w, Object* v) {
+    Object* hint = nullptr;
+    Object* n = Evacuate(w, CollapseChain(w, v, &hint));
+    if (hint != nullptr) CarryHint(w, n, hint);
+    return n;
   }
 
   // DESIGN 2.3 "Collapsing chains in a major collection": a heap reference to revision `o` may be
@@ -317,33 +600,42 @@ class MajorCollector final : public Relocator {
   // horizon (the oldest live snapshot, or the clock), so that no live snapshot loses the revision it
   // reads. Returns the newest such revision on o's chain (o itself if none). Applies only to global
   // revisioned objects; transaction state never goes through here.
-  // The skip hints of the revisions passed go with the reference: the newest of them becomes the
-  // target's (CarryHint).
-  Object* CollapseChain(Object* o) {
+  // `*passed_hint` is set to the newest skip hint of the revisions passed (nullptr if none), which the
+  // caller hands to the target (CarryHint).
+  //
+  // Two collector threads may walk the same chain at once, and a third may be scanning (and so
+  // rewriting the h_revision of) a revision on it. The walk reads each revision's link through its
+  // current copy (ReadLink): the original's link, or the copy's, which its scanner may already have
+  // replaced by a collapsed and evacuated one. A collapsed link skips only revisions whose commit time
+  // is at most the horizon, and commit times grow along a chain, so every walk ends at the same
+  // revision: the newest on the chain with a commit time at most the horizon. Which hints a walk
+  // passes may differ; any of them is a valid hint (see CarryHint).
+  Object* CollapseChain(Worker& w, Object* o, Object** passed_hint) {
     if (horizon_ == 0 || !LayoutOf(o->type()).versioned) return o;
     Object* cur = o;
-    Object* passed_hint = nullptr;  // the newest skip hint of the revisions passed
     for (;;) {
-      Object* c = Current(cur);
+      Object* c = cur;
+      const uintptr_t v = ReadLink(c);
       if (!(c->flags() & kGlobal)) break;
-      const uintptr_t v = c->h_revision.load(std::memory_order_relaxed);
       if (!IsRevisionPointer(v) || v == 0) break;
       auto* next = reinterpret_cast<Object*>(v);
       const uint64_t t = CommitTimeAt(next);
       if (t > horizon_) break;
-      if (Object* h = static_cast<VersionedObject*>(c)->h_newest.load(std::memory_order_relaxed);
-          h != nullptr && (passed_hint == nullptr || CommitTimeAt(h) > CommitTimeAt(passed_hint))) {
-        passed_hint = h;
+      // Acquire: pairs with CarryHint's and ScanSkipHint's release CAS (the hint's copy is visible).
+      if (Object* h = static_cast<VersionedObject*>(c)->h_newest.load(std::memory_order_acquire);
+          h != nullptr && (*passed_hint == nullptr || CommitTimeAt(h) > CommitTimeAt(*passed_hint))) {
+        *passed_hint = h;
       }
       cur = next;
-      if (cur != o) ++chains_collapsed_;
+      if (cur != o) ++w.chains_collapsed;
     }
-    if (passed_hint != nullptr) CarryHint(cur, passed_hint);
     return cur;
   }
 
-  static uint64_t CommitTimeAt(Object* o) {
-    return static_cast<VersionedObject*>(Current(o))->h_commit_time.load(std::memory_order_relaxed);
+  // h_commit_time is written once, before the revision is published, and a copy carries it: the
+  // original's word and the copy's are the same.
+  static uint64_t CommitTimeAt(const Object* o) {
+    return static_cast<const VersionedObject*>(o)->h_commit_time.load(std::memory_order_relaxed);
   }
 
   // A reference collapsed past the revisions whose skip hints readers used would send them down the
@@ -351,41 +643,55 @@ class MajorCollector final : public Relocator {
   // at the old revision). So the newest hint passed becomes the target's, if it is newer than the target
   // and than the target's own hint. Its revision lies after the target, on the part of the chain every
   // revision of which stays (their times are above the horizon): tracing it keeps nothing alive the
-  // chain does not. A head never gets one: no hint is newer than the head of its chain. The hint is
-  // stored as its revision's address after this collection, into the target's current copy (a later
-  // copy carries it; Evacuate of an address after this collection returns it unchanged).
-  void CarryHint(Object* target, Object* hint) {
-    auto* t = static_cast<VersionedObject*>(Current(target));
+  // chain does not, and no collapse of this collection can drop it, whatever order threads work in. A
+  // head never gets one: no hint is newer than the head of its chain. `target` is where the target
+  // stays after this collection (its copy, or itself if it does not move), so no later copy can lose
+  // the store; another thread may be installing a hint there too (CarryHint) or evacuating the
+  // target's own (ScanSkipHint): all of them CAS, and a newer hint is never replaced by an older one.
+  void CarryHint(Worker& w, Object* target, Object* hint) {
+    auto* t = static_cast<VersionedObject*>(target);
     const uint64_t hint_time = CommitTimeAt(hint);
     if (hint_time <= t->h_commit_time.load(std::memory_order_relaxed)) return;
-    Object* own = t->h_newest.load(std::memory_order_relaxed);
-    if (own != nullptr && CommitTimeAt(own) >= hint_time) return;
-    t->h_newest.store(Evacuate(hint), std::memory_order_relaxed);
+    Object* own = t->h_newest.load(std::memory_order_acquire);
+    Object* n = nullptr;
+    for (;;) {
+      if (own != nullptr && CommitTimeAt(own) >= hint_time) return;
+      if (n == nullptr) n = Evacuate(w, hint);
+      // Release: a thread that reads this hint (CollapseChain, ScanSkipHint) sees the copy behind it.
+      if (t->h_newest.compare_exchange_weak(own, n, std::memory_order_release, std::memory_order_acquire))
+        return;
+    }
   }
 
-  void Scan(Object* o) {
+  void Scan(Worker& w, Object* o) {
+    ++w.objects_scanned;
     const bool in_nursery = ChunkKindOf(o) == ChunkKind::kNursery;
+    // The slots of `o` are read and written only by the thread scanning it (each object is scanned
+    // once): relaxed.
     ForEachReferenceSlot(o, [&](std::atomic<Object*>* slot) {
       Object* v = slot->load(std::memory_order_relaxed);
       if (v == nullptr) return;
-      Object* n = Evacuate(CollapseChain(v));
+      Object* n = EvacuateCollapsed(w, v);
       if (n != v) slot->store(n, std::memory_order_relaxed);
-      if (!in_nursery && ChunkKindOf(n) == ChunkKind::kNursery) Remember(slot, n);
+      if (!in_nursery && ChunkKindOf(n) == ChunkKind::kNursery) Remember(w, slot, n);
     });
     // h_revision: a pointer on a global object is a chain link (a heap reference, collapsed like
     // one); on a local object it names the original this copy was made from (transaction state:
     // exact). Odd values are timestamps; a lock value here would mean a thread reached a safepoint
-    // while holding header locks, which the STM never does.
+    // while holding header locks, which the STM never does. Only this thread writes o's h_revision
+    // now; others read it (ReadLink), hence the release store of the new link.
     const uintptr_t v = o->h_revision.load(std::memory_order_relaxed);
     if (IsRevisionPointer(v) && v != 0) {
       auto* target = reinterpret_cast<Object*>(v);
       const bool global = (o->flags() & kGlobal) != 0;
-      const Object* successor = global ? CollapseChain(target) : target;
-      Object* n = Evacuate(const_cast<Object*>(successor));
-      if (n != target) o->h_revision.store(reinterpret_cast<uintptr_t>(n), std::memory_order_relaxed);
+      Object* hint = nullptr;
+      Object* successor = global ? CollapseChain(w, target, &hint) : target;
+      Object* n = Evacuate(w, successor);
+      if (hint != nullptr) CarryHint(w, n, hint);
+      if (n != target) o->h_revision.store(reinterpret_cast<uintptr_t>(n), std::memory_order_release);
       if (global && LayoutOf(o->type()).versioned) {
-        ++nonhead_survivors_;
-        ScanSkipHint(static_cast<VersionedObject*>(o), successor);
+        ++w.nonhead_survivors;
+        ScanSkipHint(w, static_cast<VersionedObject*>(o), n);
       }
     } else if (IsLockValue(v)) {
       port::Fatal("revkv runtime: major collection found a locked header (%p)", static_cast<void*>(o));
@@ -397,49 +703,52 @@ class MajorCollector final : public Relocator {
   // like any reference (Evacuate), so it stays valid; it is also on o's kept chain, since every revision
   // after a collapse target has a commit time above this collection's horizon. A hint at or behind the
   // successor could name a revision the collapse dropped: it is cleared. A head never has a hint.
-  void ScanSkipHint(VersionedObject* o, const Object* successor) {
-    Object* hint = o->h_newest.load(std::memory_order_relaxed);
-    if (hint == nullptr) return;
-    const uint64_t hint_time =
-        static_cast<VersionedObject*>(Current(hint))->h_commit_time.load(std::memory_order_relaxed);
-    const uint64_t successor_time =
-        static_cast<const VersionedObject*>(Current(const_cast<Object*>(successor)))
-            ->h_commit_time.load(std::memory_order_relaxed);
-    Object* n = hint_time > successor_time ? Evacuate(hint) : nullptr;
-    if (n != hint) o->h_newest.store(n, std::memory_order_relaxed);
+  // Another thread may CAS a carried hint into o meanwhile (CarryHint): then the loop judges that one.
+  void ScanSkipHint(Worker& w, VersionedObject* o, const Object* successor) {
+    const uint64_t successor_time = CommitTimeAt(successor);
+    Object* hint = o->h_newest.load(std::memory_order_acquire);
+    for (;;) {
+      if (hint == nullptr) return;
+      Object* n = CommitTimeAt(hint) > successor_time ? Evacuate(w, hint) : nullptr;
+      if (n == hint) return;
+      if (o->h_newest.compare_exchange_weak(hint, n, std::memory_order_release, std::memory_order_acquire)) {
+        return;
+      }
+    }
   }
 
-  void Remember(std::atomic<Object*>* slot, Object* target) {
+  void Remember(Worker& w, std::atomic<Object*>* slot, Object* target) {
 #ifdef REVKV_MUTATION_NO_REMEMBERED_SET_REBUILD
     return;  // mutation test: the major collection does not rebuild the remembered sets
 #endif
     auto it = threads_by_index_.find(ChunkInfoOf(target).owner);
-    if (it != threads_by_index_.end()) it->second->heap.remembered().push_back(slot);
+    if (it != threads_by_index_.end()) w.remembered.emplace_back(it->second, slot);
   }
 
-  char* AllocateToSpace(size_t size) {
-    if (size > static_cast<size_t>(to_limit_ - to_cursor_)) {
-      if (to_cursor_ != nullptr) ChunkInfoOf(to_cursor_ - 1).fringe = to_cursor_;
+  // The thread's TLAB: copies go to a to-space chunk only this thread allocates in (its object-start
+  // and mark words, fringe and live bytes are this thread's alone until the trace ends).
+  char* AllocateToSpace(Worker& w, size_t size) {
+    if (size > static_cast<size_t>(w.to_limit - w.to_cursor)) {
+      if (w.to_cursor != nullptr) ChunkInfoOf(w.to_cursor - 1).fringe = w.to_cursor;
       char* chunk = PageSpace::Get().AcquireChunk(ChunkKind::kOld, 0);
       if (chunk == nullptr) {
-        to_cursor_ = to_limit_ = nullptr;
+        w.to_cursor = w.to_limit = nullptr;
         return nullptr;
       }
       ChunkInfoOf(chunk).live_bytes = 0;  // counted as copies arrive: this collection's measure
-      to_cursor_ = chunk;
-      to_limit_ = chunk + kChunkSize;
+      w.to_cursor = chunk;
+      w.to_limit = chunk + kChunkSize;
     }
-    char* p = to_cursor_;
-    to_cursor_ += size;
+    char* p = w.to_cursor;
+    w.to_cursor += size;
     NoteObjectStart(p);
-    SetMark(p);  // a copy is live: after the collection every old chunk's marks equal its starts
+    SetMarkAtomic(p);  // a copy is live: after the collection every old chunk's marks equal its starts
     ChunkInfoOf(p).live_bytes += static_cast<uint32_t>(size);
     return p;
   }
 
   // ----- step 5 -----
   void Sweep() {
-    if (to_cursor_ != nullptr) ChunkInfoOf(to_cursor_ - 1).fringe = to_cursor_;
     PageSpace& space = PageSpace::Get();
     for (char* chunk : pinned_chunks_) KeepPinnedObjects(chunk);
     for (PageHeader* page : space.SmallPages()) {
@@ -561,19 +870,16 @@ class MajorCollector final : public Relocator {
   const MajorMode mode_;
   CollectorClient* client_ = nullptr;
   uint64_t horizon_ = 0;
-  ScanQueue queue_;
-  std::unordered_map<uint16_t, ThreadContext*> threads_by_index_;
+  std::unordered_map<uint16_t, ThreadContext*> threads_by_index_;  // read-only while tracing
+  std::vector<std::unique_ptr<Worker>> workers_;                   // [0]: the collecting thread
+  std::vector<char*> nursery_chunks_;                              // every thread's, scanned as roots
+  std::atomic<size_t> next_nursery_chunk_{0};                      // the next one to claim
+  bool single_ = false;                                            // one collector thread
+  std::atomic<size_t> idle_{0};                                    // collector threads idle (FindWork)
+  std::mutex pinned_chunks_mu_;                                    // guards pinned_chunks_ while tracing
   std::vector<char*> pinned_chunks_;
-  char* to_cursor_ = nullptr;
-  char* to_limit_ = nullptr;
-  uint64_t bytes_copied_ = 0;
-  uint64_t objects_copied_ = 0;
-  uint64_t pinned_objects_ = 0;
   uint64_t pinned_bytes_ = 0;
-  uint64_t chains_collapsed_ = 0;
   uint64_t chunks_evacuated_ = 0;
-  uint64_t bytes_marked_ = 0;
-  uint64_t objects_marked_ = 0;
   uint64_t nonhead_survivors_ = 0;
 };
 

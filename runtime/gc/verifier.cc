@@ -9,7 +9,7 @@
 //    no garbage outside the nurseries (condemned chunks were freed or reduced to their pinned objects,
 //    unmarked large objects freed) and nursery objects were all scanned in place, so this is every
 //    reachable object, conservatively. For each: no collector flag is left (kForwarded, kPinned,
-//    kMarked); h_revision is not a lock value and, if it is a pointer, points at an object start;
+//    kMarked, kCopying); h_revision is not a lock value and, if it is a pointer, points at an object start;
 //    every non-null reference slot points at an object start; a slot outside a nursery that points
 //    into one is in the remembered set of that nursery's owner.
 //  - After a minor or local collection (thread-local; other threads run) it checks the collection's
@@ -88,7 +88,7 @@ void CheckSkipHint(VersionedObject* o, const IsStart& is_start) {
 }
 
 void CheckHeader(const Object* o) {
-  if (o->flags() & (kForwarded | kPinned | kMarked)) {
+  if (o->flags() & (kForwarded | kPinned | kMarked | kCopying)) {
     Fail("a collector flag survived the collection", o, nullptr, o->flags());
   }
   if (IsLockValue(o->h_revision.load(std::memory_order_relaxed))) {

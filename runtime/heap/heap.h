@@ -64,6 +64,7 @@ enum HeaderFlag : uint16_t {
   kForwarded = 1u << 8,         // GC: moved; h_revision holds the new address
   kPinned = 1u << 9,            // GC: an ambiguous root points into it; it stays where it is
   kMarked = 1u << 10,           // GC: reached in this collection (objects that do not move)
+  kCopying = 1u << 11,          // GC: a collector thread has claimed it and is copying it (major only)
 };
 
 // The header every heap object begins with. Thread-safety: size and type are immutable after
@@ -104,6 +105,9 @@ class Object {
   }
   // Replaces all flags with a plain store: only for an object no other thread can reach yet.
   void SetFlagsExclusive(uint16_t f) { flags_.store(f, std::memory_order_relaxed); }
+  // Replaces all flags with a store of the given order: only by the thread that holds the header
+  // exclusively while others may read it (a major collector thread's claim, kCopying).
+  void StoreFlags(uint16_t f, std::memory_order order) { flags_.store(f, order); }
 
   // Seed 000's h_revision: an odd timestamp (head of a revision chain), an even pointer to a newer
   // revision or, on a local object, to its global original (1 for an object created locally), or a
@@ -287,6 +291,10 @@ struct HeapOptions {
   // reserve would keep the resident size near twice the live data for nothing.
   // false (default): free pages beyond `retained_free_pages` go back to the OS at once.
   bool retain_evacuation_reserve = false;
+  // Threads that trace a major collection in parallel (the collecting thread included); 0: the
+  // REVKV_GC_THREADS environment variable if set, else one per core (runtime/gc/gc.h,
+  // SetCollectorThreads).
+  size_t collector_threads = 0;
 };
 
 // Starts the runtime with `options`. The first call wins; later calls return the options in effect.

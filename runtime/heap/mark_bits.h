@@ -18,9 +18,13 @@
 // Who keeps it: the major collector (world stopped) sets and clears bits; a chunk that becomes free
 // clears its bits (PageSpace::SetChunkKind), so a chunk handed out again starts with none.
 // Thread-safety: written and read only by the major collector with the world stopped, and by the page
-// space for chunks no other thread can reach; plain words.
+// space for chunks no other thread can reach. The collector's threads trace in parallel: while they do,
+// every access to a mark word goes through SetMarkAtomic (an atomic fetch_or: two threads reaching the
+// same object, or two objects of one 512-byte stretch, never lose a bit and exactly one of them wins the
+// object); before and after, with one thread, plain accesses.
 #pragma once
 
+#include <atomic>
 #include <cstddef>
 #include <cstdint>
 #include <cstring>
@@ -46,6 +50,19 @@ inline bool SetMark(const void* p) {
   if (w & bit) return false;
   w |= bit;
   return true;
+}
+
+// SetMark for the parallel trace: the first thread to set the bit gets true, and scans the object.
+inline bool SetMarkAtomic(const void* p) {
+  const size_t g = PageGranuleOf(p);
+  std::atomic_ref<uint64_t> w(PageOf(p)->object_starts[kStartWordsPerPage + g / 64]);
+  const uint64_t bit = uint64_t{1} << (g % 64);
+  // Relaxed: the bit only decides which thread scans the object. The object's contents were written
+  // before the world stopped (ordered by the stop-the-world handshake), and the winner hands the object
+  // to other threads only through its deque, which orders what it wrote. The plain load first spares
+  // the read-modify-write for an object already marked (most references to it).
+  if (w.load(std::memory_order_relaxed) & bit) return false;
+  return (w.fetch_or(bit, std::memory_order_relaxed) & bit) == 0;
 }
 
 inline bool IsMarked(const void* p) {

@@ -87,6 +87,7 @@ struct ServerConfig {
   uint64_t max_heap = uint64_t{2} << 30;      // bytes; allocation beyond it fails cleanly
   uint64_t nursery_size = uint64_t{4} << 20;  // bytes per worker thread
   bool evacuation_reserve = false;            // runtime::HeapOptions::retain_evacuation_reserve
+  int gc_threads = 0;                         // runtime::HeapOptions::collector_threads; 0: one per CPU
 
   // Limits
   // etcd's --quota-backend-bytes: writes that add data are refused (NOSPACE alarm) once the store's bytes

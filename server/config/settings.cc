@@ -242,6 +242,12 @@ std::vector<Setting> BuildSettings() {
       "on: after a major collection, keep as many free pages mapped as the live data uses, for the "
       "evacuations to come (RSS stays near twice the live data); off (default): return free pages to the OS",
       &ServerConfig::evacuation_reserve, {{"on", true}, {"off", false}}));
+  Setting gc_threads = CountSetting("gc-threads", "Memory",
+                                    "Threads that trace a major collection in parallel (the collecting "
+                                    "thread included); 0 = one per CPU (1 to 64 otherwise)",
+                                    &ServerConfig::gc_threads, 0, 64);
+  gc_threads.default_text = "0 (one per CPU)";
+  s.push_back(std::move(gc_threads));
 
   Setting quota{"quota-backend-bytes",
                 "Limits",

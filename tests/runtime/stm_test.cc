@@ -661,6 +661,91 @@ struct Holder : Object {
   static TypeDescriptor Describe() { return TypeDescriptor::Fixed<Holder>("test.Holder", &Holder::account); }
 };
 
+// A table of holders (never written after creation).
+struct Holders : Object {
+  uint64_t size;
+  static TypeDescriptor Describe() {
+    TypeDescriptor d;
+    d.name = "test.Holders";
+    d.fixed_size = sizeof(Holders);
+    d.tail = TypeDescriptor::Tail::kRefs;
+    d.tail_offset = sizeof(Holders);
+    return d;
+  }
+  const Field<Holder>& at(size_t i) const { return reinterpret_cast<const Field<Holder>*>(this + 1)[i]; }
+  Field<Holder>& at(size_t i) { return reinterpret_cast<Field<Holder>*>(this + 1)[i]; }
+};
+
+// Thousands of holders name the first revisions of four accounts whose chains then grow to 200
+// revisions, with a snapshot live at the 100th: the major collections below, with two collector
+// threads, collapse the same four chains from many holders at once (docs/runtime-heap-gc.md 7.3,
+// "Parallel tracing": every walk ends at the same revision, carried skip hints are CASed in). Each
+// holder must then lead the live snapshot to its revision and a new one to the head, and the verifier
+// checks every link and hint after each collection.
+TEST_F(StmTest, ChainsCollapsedByTwoCollectorThreadsAtOnceStayConsistent) {
+  constexpr size_t kAccounts = 4;
+  const size_t holders = Scaled(8192);
+  MakeAccounts(kAccounts, 0);
+  GlobalRoot holders_root;
+  ASSERT_TRUE(stm::Atomically([&](Tx& tx) {
+                auto hs = tx.NewWithTail<Holders>(holders * sizeof(void*));
+                hs->size = holders;
+                auto tbl = tx.Read(table());
+                for (size_t i = 0; i < holders; ++i) {
+                  auto h = tx.New<Holder>();
+                  h.Set(&Holder::account, Ref<Account>(tbl->at(i % kAccounts)));
+                  hs.Set(hs->at(i), Ref<Holder>(h));
+                }
+                tx.PublishAtCommit(holders_root, Ref<Holders>(hs));
+              }).ok());
+  auto all = [&] { return Ref<Holders>::FromRaw(static_cast<Holders*>(holders_root.Load())); };
+  auto write_all = [&](int64_t value) {
+    ASSERT_TRUE(stm::Atomically([&](Tx& tx) {
+                  auto tbl = tx.Read(table());
+                  for (size_t a = 0; a < kAccounts; ++a) tx.Write(Ref<Account>(tbl->at(a)))->balance = value;
+                }).ok());
+  };
+  // How many holders lead `tx` to accounts whose balance is `expected`.
+  auto count_reading = [&](SnapshotTx& tx, int64_t expected) {
+    auto hs = tx.Read(all());
+    size_t n = 0;
+    for (size_t i = 0; i < holders; ++i) {
+      n += tx.Read(tx.Read(Ref<Holder>(hs->at(i))), &Holder::account)->balance == expected;
+    }
+    return n;
+  };
+  for (int64_t v = 1; v <= 100; ++v) write_all(v);
+  std::atomic<int> phase{0};
+  std::atomic<size_t> old_readers{0};
+  std::thread reader([&] {
+    ThreadRegistration r("snapshot");
+    ASSERT_TRUE(stm::ReadOnly([&](SnapshotTx& tx) {
+                  phase.store(1);
+                  {
+                    SafeRegion wait;
+                    while (phase.load() != 2) std::this_thread::sleep_for(1ms);
+                  }
+                  old_readers.store(count_reading(tx, 100));
+                }).ok());
+  });
+  while (phase.load() != 1) std::this_thread::yield();
+  for (int64_t v = 101; v <= 200; ++v) write_all(v);
+  SetCollectorThreads(2);
+  for (int i = 0; i < 3; ++i) {
+    CollectMajor(i == 1 ? MajorMode::kCompactEverything : MajorMode::kSelective);
+    EXPECT_EQ(LastRecord().collector_threads, 2u);
+  }
+  EXPECT_GT(LastRecord().chains_collapsed + GetGcStatistics().chains_collapsed, 0u);
+  phase.store(2);
+  Join(reader);
+  EXPECT_EQ(old_readers.load(), holders) << "a live snapshot lost the revision it reads through a holder";
+  for (int i = 0; i < 2; ++i) CollectMajor(i == 0 ? MajorMode::kCompactEverything : MajorMode::kSelective);
+  SetCollectorThreads(0);
+  absl::StatusOr<size_t> now = stm::ReadOnly([&](SnapshotTx& tx) { return count_reading(tx, 200); });
+  ASSERT_TRUE(now.ok());
+  EXPECT_EQ(*now, holders);
+}
+
 // A live snapshot keeps the revision it reads through long chains, concurrent chain compression with
 // container fix-ups, and major collections (which collapse chains and free old revisions): nothing may
 // redirect a reference past the snapshot horizon. Once the snapshot ends, the old revisions go.

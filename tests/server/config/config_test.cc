@@ -39,6 +39,7 @@ const std::vector<std::string> kExpectedFlags = {"name",
                                                  "max-heap",
                                                  "nursery-size",
                                                  "evacuation-reserve",
+                                                 "gc-threads",
                                                  "quota-backend-bytes",
                                                  "max-request-bytes",
                                                  "max-txn-ops",
@@ -165,6 +166,8 @@ TEST(Config, FlagsSetEverySetting) {
                                      "8GiB",
                                      "--nursery-size",
                                      "512KiB",
+                                     "--gc-threads",
+                                     "3",
                                      "--max-request-bytes",
                                      "2097152",
                                      "--max-txn-ops",
@@ -194,6 +197,7 @@ TEST(Config, FlagsSetEverySetting) {
   EXPECT_EQ(config.history_duration, absl::Hours(1));
   EXPECT_EQ(config.max_heap, uint64_t{8} << 30);
   EXPECT_EQ(config.nursery_size, 512u << 10);
+  EXPECT_EQ(config.gc_threads, 3);
   EXPECT_EQ(config.max_request_bytes, 2097152u);
   EXPECT_EQ(config.max_txn_ops, 1024);
   EXPECT_EQ(config.tls.cert_file, cert);
@@ -211,6 +215,9 @@ TEST(Config, EqualsFormAndLastOccurrenceWins) {
   EXPECT_EQ(config.listen, "127.0.0.1:2");
   EXPECT_FALSE(Parse({"--client-cert-auth=false"}).tls.client_cert_auth);
   EXPECT_FALSE(Parse({"--evacuation-reserve=off"}).evacuation_reserve);
+  EXPECT_EQ(Parse({"--gc-threads=2"}).gc_threads, 2);
+  EXPECT_EQ(Parse({}).gc_threads, 0);
+  EXPECT_CONTAINS(Error({"--gc-threads=65"}), "value 65 out of range: must be 0 to 64");
   EXPECT_TRUE(Parse({"--evacuation-reserve", "on"}).evacuation_reserve);
 }
 
@@ -496,6 +503,7 @@ std::map<std::string, std::string> NonDefaultValues() {
           {"max-heap", "8GiB"},
           {"nursery-size", "512KiB"},
           {"evacuation-reserve", "off"},
+          {"gc-threads", "3"},
           {"quota-backend-bytes", "1GiB"},
           {"max-request-bytes", "2097152"},
           {"max-txn-ops", "1024"},
