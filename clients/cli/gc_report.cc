@@ -115,13 +115,18 @@ std::string RenderGcStats(const revkv::v1::GetStatsResponse& stats) {
 }
 
 std::string DescribeCollection(const revkv::v1::GcEvent& e) {
-  return absl::StrCat(KindName(e.kind()), " collection #", e.sequence(), ": pause ",
-                      FormatNanos(e.pause_nanos()), ", time to safepoint ",
-                      FormatNanos(e.time_to_safepoint_nanos()), ", heap ", FormatBytes(e.heap_bytes_before()),
-                      " -> ", FormatBytes(e.heap_bytes_after()), ", copied ", FormatBytes(e.bytes_copied()),
-                      ", promoted ", FormatBytes(e.bytes_promoted()), ", revisions freed ",
-                      e.revisions_freed(), ", pinned ", FormatBytes(e.pinned_bytes()), ", threads ",
-                      e.threads(), e.reason().empty() ? "" : absl::StrCat(" (", e.reason(), ")"));
+  return absl::StrCat(
+      KindName(e.kind()), " collection #", e.sequence(), ": pause ", FormatNanos(e.pause_nanos()),
+      ", time to safepoint ", FormatNanos(e.time_to_safepoint_nanos()), ", heap ",
+      FormatBytes(e.heap_bytes_before()), " -> ", FormatBytes(e.heap_bytes_after()), ", copied ",
+      FormatBytes(e.bytes_copied()), ", promoted ", FormatBytes(e.bytes_promoted()), ", revisions freed ",
+      e.revisions_freed(), ", pinned ", FormatBytes(e.pinned_bytes()), ", threads ", e.threads(),
+      e.collector_threads() == 0
+          ? ""
+          : absl::StrCat(", marked in place ", FormatBytes(e.bytes_marked()), ", chunks evacuated ",
+                         e.chunks_evacuated(), ", collector threads ", e.collector_threads(), " (",
+                         Count(e.objects_scanned()), " objects scanned, ", Count(e.steals()), " stolen)"),
+      e.reason().empty() ? "" : absl::StrCat(" (", e.reason(), ")"));
 }
 
 }  // namespace revkv::client

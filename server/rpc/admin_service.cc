@@ -42,6 +42,13 @@ void ToProto(const runtime::CollectionRecord& r, ::revkv::v1::GcEvent* out) {
   out->set_chains_collapsed(r.chains_collapsed);
   out->set_threads(r.threads);
   out->set_reason(r.reason);
+  out->set_chunks_evacuated(r.chunks_evacuated);
+  out->set_bytes_marked(r.bytes_marked);
+  out->set_objects_marked(r.objects_marked);
+  out->set_collector_threads(r.collector_threads);
+  out->set_objects_scanned(r.objects_scanned);
+  for (uint64_t n : r.objects_scanned_by_thread) out->add_objects_scanned_by_thread(n);
+  out->set_steals(r.steals);
 }
 
 void FillStats(ServerState* state, uint32_t recent_events, ::revkv::v1::GetStatsResponse* out) {

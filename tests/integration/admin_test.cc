@@ -67,7 +67,13 @@ class AdminService : public ::testing::Test {
     return 0;
   }
 
-  ServerProcess server_;
+  static ServerOptions TwoCollectorThreads() {
+    ServerOptions o;
+    o.extra_flags = {"--gc-threads=2"};
+    return o;
+  }
+
+  ServerProcess server_{TwoCollectorThreads()};
   std::shared_ptr<grpc::Channel> channel_;
   std::unique_ptr<Admin::Stub> admin_;
   std::unique_ptr<etcdserverpb::KV::Stub> kv_;
@@ -129,6 +135,12 @@ TEST_F(AdminService, CollectRunsAMajorCollectionThatGetStatsCounts) {
   EXPECT_GE(event.start_unix_nanos(), before.unix_nanos());
   EXPECT_GT(event.heap_bytes_before(), 0u);
   EXPECT_GE(event.threads(), 1u);
+  // The mark-region and parallel-trace figures (the server runs with --gc-threads=2).
+  EXPECT_EQ(event.collector_threads(), 2u);
+  ASSERT_EQ(event.objects_scanned_by_thread_size(), 2);
+  EXPECT_EQ(event.objects_scanned_by_thread(0) + event.objects_scanned_by_thread(1), event.objects_scanned());
+  EXPECT_GT(event.objects_scanned(), 50u);                     // at least the 50 entries
+  EXPECT_GT(event.bytes_marked() + event.bytes_copied(), 0u);  // the live store stayed or moved
 
   const ::revkv::v1::GetStatsResponse after = Stats(/*recent_events=*/8);
   EXPECT_GE(Collections(after, ::revkv::v1::MAJOR), Collections(before, ::revkv::v1::MAJOR) + 1);
