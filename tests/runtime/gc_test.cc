@@ -276,8 +276,8 @@ size_t HeapBytesFaultedInBy(F&& collect) {
   collect();
   size_t faulted = 0;
   for (PageHeader* page : PageSpace::Get().SmallPages()) {
-    const auto it = std::find_if(before.begin(), before.end(),
-                                 [page](const auto& entry) { return entry.first == page; });
+    const auto it =
+        std::find_if(before.begin(), before.end(), [page](const auto& entry) { return entry.first == page; });
     const size_t was = it == before.end() ? 0 : it->second;
     const size_t now = ResidentObjectBytes(page);
     if (now > was) faulted += now - was;

@@ -15,6 +15,9 @@
 //   (Fails if the batch's results are sent as they were executed.)
 // - The answers are sent by the worker that executed the writes, woken once per group by the flusher,
 //   not by the flusher itself (held_answers.h).
+// - A shutdown while the log syncs held writes: the flusher's callback for them comes after the workers'
+//   queues are shut down and must post nothing to them (fails, with gRPC's abort or a counted wake-up,
+//   if HeldAnswers::Wake ignores Close); the writes are durable all the same and come back on reopening.
 #include <grpcpp/grpcpp.h>
 #include <gtest/gtest.h>
 
@@ -23,6 +26,7 @@
 #include <memory>
 #include <set>
 #include <string>
+#include <thread>
 #include <vector>
 
 #include "etcdserverpb/rpc.grpc.pb.h"
@@ -95,6 +99,30 @@ struct PutCall {
   int64_t synced_at_answer = -1;  // the log's synced revision when the answer came in
 };
 
+// Sends kPuts concurrent Puts of "<prefix><i>" on `cq`; each call's tag is its PutCall.
+void StartPuts(etcdserverpb::KV::Stub* kv, grpc::CompletionQueue* cq, std::vector<PutCall>& puts,
+               const std::string& prefix) {
+  const auto deadline = std::chrono::system_clock::now() + std::chrono::seconds(30);
+  for (int i = 0; i < kPuts; ++i) {
+    PutCall& put = puts[static_cast<size_t>(i)];
+    etcdserverpb::PutRequest request;
+    request.set_key(prefix + std::to_string(i));
+    request.set_value("value");
+    put.context.set_deadline(deadline);
+    put.reader = kv->AsyncPut(&put.context, request, cq);
+    put.reader->Finish(&put.response, &put.status, &put);
+  }
+}
+
+// A Put that must succeed before the measured part (the server's first write wakes its log).
+bool WarmUp(etcdserverpb::KV::Stub* kv) {
+  grpc::ClientContext context;
+  etcdserverpb::PutRequest warm_up;
+  warm_up.set_key("warm-up");
+  etcdserverpb::PutResponse response;
+  return kv->Put(&context, warm_up, &response).ok();
+}
+
 TEST(DurableReplies, NoPutIsAnsweredBeforeItsRecordIsSyncedAndConcurrentPutsShareFsyncs) {
   const std::string dir = TempDir("durable-reply");
   ASSERT_CHILD_PASSES([&] {
@@ -109,25 +137,10 @@ TEST(DurableReplies, NoPutIsAnsweredBeforeItsRecordIsSyncedAndConcurrentPutsShar
       runtime::SafeRegion client;  // this thread only runs the client from here on
       std::shared_ptr<grpc::Channel> channel = served->Channel();
       auto kv = etcdserverpb::KV::NewStub(channel);
-      {
-        grpc::ClientContext context;
-        etcdserverpb::PutRequest warm_up;
-        warm_up.set_key("warm-up");
-        etcdserverpb::PutResponse response;
-        CHILD_CHECK(kv->Put(&context, warm_up, &response).ok(), "the warm-up Put failed");
-      }
+      CHILD_CHECK(WarmUp(kv.get()), "the warm-up Put failed");
       const int64_t fsyncs_before = disk.syncs();
       grpc::CompletionQueue cq;
-      const auto deadline = std::chrono::system_clock::now() + std::chrono::seconds(30);
-      for (int i = 0; i < kPuts; ++i) {
-        PutCall& put = puts[static_cast<size_t>(i)];
-        etcdserverpb::PutRequest request;
-        request.set_key("key/" + std::to_string(i));
-        request.set_value("value");
-        put.context.set_deadline(deadline);
-        put.reader = kv->AsyncPut(&put.context, request, &cq);
-        put.reader->Finish(&put.response, &put.status, &put);
-      }
+      StartPuts(kv.get(), &cq, puts, "key/");
       for (int answered = 0; answered < kPuts; ++answered) {
         void* tag = nullptr;
         bool ok = false;
@@ -277,56 +290,22 @@ TEST(DurableReplies, AnswersAreSentByTheirWorkerWithOneLogCallbackPerGroupNotOne
   ASSERT_CHILD_PASSES([&] {
     FaultInjectingFileSystem disk(DefaultFileSystem());
     disk.SetSyncDelay(std::chrono::milliseconds(20));
-    EngineOptions o = Options(dir);
-    o.file_system = &disk;
-    RecoveryReport report;
-    CHILD_READ(engine, Engine::Open(o, &report));
-    Lessor lessor(&engine->store());
-    ServerConfig config;
-    config.listen = "127.0.0.1:0";
-    config.metrics_listen = "";
-    config.workers = 1;
-    MetricsRegistry metrics;
-    ServerState state;
-    state.engine = engine.get();
-    state.lessor = &lessor;
-    state.config = &config;
-    state.metrics = &metrics;
-    RegisterServerMetrics(&state, &metrics);
-    absl::StatusOr<std::unique_ptr<GrpcListener>> listener = GrpcListener::Bind(config.listen);
-    CHILD_CHECK(listener.ok(), "the gRPC port could not be bound");
-    RpcServer rpc(&state);
-    CHILD_CHECK(rpc.Start(listener->get()).ok(), "the server did not start");
-
+    CHILD_READ(served, ServedEngine::Start(dir, &disk));
+    Engine* engine = served->engine.get();
+    ServerState& state = served->state;
     std::vector<PutCall> puts(kPuts);
     uint64_t unary_callbacks = 0, unary_held = 0, batch_callbacks = 0, batch_held = 0, fsyncs = 0;
     revkv::v1::TxnBatchResponse answer;
     {
       runtime::SafeRegion client;  // this thread only runs the client from here on
-      auto channel =
-          grpc::CreateChannel("127.0.0.1:" + std::to_string(rpc.port()), grpc::InsecureChannelCredentials());
+      std::shared_ptr<grpc::Channel> channel = served->Channel();
       auto kv = etcdserverpb::KV::NewStub(channel);
-      {
-        grpc::ClientContext context;
-        etcdserverpb::PutRequest warm_up;
-        warm_up.set_key("warm-up");
-        etcdserverpb::PutResponse response;
-        CHILD_CHECK(kv->Put(&context, warm_up, &response).ok(), "the warm-up Put failed");
-      }
+      CHILD_CHECK(WarmUp(kv.get()), "the warm-up Put failed");
       uint64_t callbacks_before = engine->wal().stats().callbacks_run;
       uint64_t held_before = state.held_answers.answers.load();
       const int64_t fsyncs_before = disk.syncs();
       grpc::CompletionQueue cq;
-      const auto deadline = std::chrono::system_clock::now() + std::chrono::seconds(30);
-      for (int i = 0; i < kPuts; ++i) {
-        PutCall& put = puts[static_cast<size_t>(i)];
-        etcdserverpb::PutRequest request;
-        request.set_key("key/" + std::to_string(i));
-        request.set_value("value");
-        put.context.set_deadline(deadline);
-        put.reader = kv->AsyncPut(&put.context, request, &cq);
-        put.reader->Finish(&put.response, &put.status, &put);
-      }
+      StartPuts(kv.get(), &cq, puts, "key/");
       for (int answered = 0; answered < kPuts; ++answered) {
         void* tag = nullptr;
         bool ok = false;
@@ -345,7 +324,7 @@ TEST(DurableReplies, AnswersAreSentByTheirWorkerWithOneLogCallbackPerGroupNotOne
 
       auto pipeline = revkv::v1::KV::NewStub(channel);
       grpc::ClientContext context;
-      context.set_deadline(deadline);
+      context.set_deadline(std::chrono::system_clock::now() + std::chrono::seconds(30));
       auto stream = pipeline->PipelineBatch(&context);
       revkv::v1::TxnBatch batch;
       for (int i = 0; i < kPuts; ++i) {
@@ -379,7 +358,75 @@ TEST(DurableReplies, AnswersAreSentByTheirWorkerWithOneLogCallbackPerGroupNotOne
                 "the batch's answer: %llu flusher callbacks, %llu sent by its worker",
                 static_cast<unsigned long long>(batch_callbacks),
                 static_cast<unsigned long long>(batch_held));
-    rpc.Shutdown(std::chrono::seconds(5));
+    served->rpc.Shutdown(std::chrono::seconds(5));
+    return 0;
+  });
+}
+
+TEST(DurableReplies, AShutdownWhileHeldWritesSyncLeavesThemDurableAndTheLateLogCallbackPostsNothing) {
+  const std::string dir = TempDir("durable-shutdown");
+  ASSERT_CHILD_PASSES([&] {
+    FaultInjectingFileSystem disk(DefaultFileSystem());
+    disk.SetSyncDelay(std::chrono::milliseconds(20));
+    CHILD_READ(served, ServedEngine::Start(dir, &disk));
+    Engine* engine = served->engine.get();
+    const ServerState& state = served->state;
+    std::vector<PutCall> puts(kPuts);
+    uint64_t callbacks_before = 0, wakeups_before = 0;
+    int answered_ok = 0;
+    {
+      runtime::SafeRegion client;  // this thread only runs the client from here on
+      std::shared_ptr<grpc::Channel> channel = served->Channel();
+      auto kv = etcdserverpb::KV::NewStub(channel);
+      CHILD_CHECK(WarmUp(kv.get()), "the warm-up Put failed");
+      // A disk that takes 2 s per sync: the shutdown below comes while the puts' records are written.
+      disk.SetSyncDelay(std::chrono::seconds(2));
+      callbacks_before = engine->wal().stats().callbacks_run;
+      wakeups_before = state.held_answers.wakeups.load();
+      const WalLsn appended_before = engine->wal().stats().appended_lsn;
+      grpc::CompletionQueue cq;
+      StartPuts(kv.get(), &cq, puts, "key/");
+      const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(30);
+      while (engine->wal().stats().appended_lsn < appended_before + kPuts &&
+             std::chrono::steady_clock::now() < deadline) {
+        std::this_thread::sleep_for(std::chrono::milliseconds(1));
+      }
+      CHILD_CHECK(engine->wal().stats().appended_lsn >= appended_before + kPuts,
+                  "the puts were not appended");
+      CHILD_CHECK(engine->wal().durable_lsn() < appended_before + kPuts, "the puts are durable already");
+      served->rpc.Shutdown(std::chrono::milliseconds(0));  // held answers are never sent
+      for (int finished = 0; finished < kPuts; ++finished) {
+        void* tag = nullptr;
+        bool ok = false;
+        CHILD_CHECK(cq.Next(&tag, &ok) && ok, "the completion queue failed");
+        if (static_cast<PutCall*>(tag)->status.ok()) ++answered_ok;
+      }
+    }
+    // The log goes on after the RPC server: its flusher syncs the records and runs the held answers'
+    // callback, which finds its worker's queue closed.
+    const WalLsn appended = engine->wal().stats().appended_lsn;
+    const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(30);
+    while (engine->wal().durable_lsn() < appended && std::chrono::steady_clock::now() < deadline) {
+      std::this_thread::sleep_for(std::chrono::milliseconds(5));
+    }
+    CHILD_CHECK(engine->wal().durable_lsn() >= appended, "the log did not sync the puts");
+    const uint64_t callbacks = engine->wal().stats().callbacks_run - callbacks_before;
+    const uint64_t wakeups = state.held_answers.wakeups.load() - wakeups_before;
+    std::printf("after the shutdown: %d of %d puts answered OK, %llu log callbacks, %llu wake-ups\n",
+                answered_ok, kPuts, static_cast<unsigned long long>(callbacks),
+                static_cast<unsigned long long>(wakeups));
+    CHILD_CHECK(callbacks >= 1, "the held answers' callback never ran");
+    CHILD_CHECK(wakeups == 0, "%llu alarms were posted to a closed worker's queue",
+                static_cast<unsigned long long>(wakeups));
+    served.reset();  // the server, then the engine (its log closes)
+
+    EngineOptions o = Options(dir);
+    RecoveryReport report;
+    CHILD_READ(reopened, Engine::Open(o, &report));
+    CHILD_READ(everything, engine_testing::Everything(reopened->store()));
+    for (int i = 0; i < kPuts; ++i) {
+      CHILD_CHECK(everything.count("key/" + std::to_string(i)) == 1, "key/%d is lost", i);
+    }
     return 0;
   });
 }
