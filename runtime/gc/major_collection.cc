@@ -540,9 +540,15 @@ class MajorCollector final : public Relocator {
         continue;
       }
       BeforeClaim(o);
-      // Relaxed on success: the claim only excludes; what the winner reads of o was written before
-      // the trace. On failure f is reloaded and the loop decides again.
+      // Relaxed: the claim only excludes; what the winner reads of o was written before the trace.
       if (o->CompareExchangeFlags(f, static_cast<uint16_t>(f | kCopying), std::memory_order_relaxed)) break;
+      // Lost (or a spurious failure): the flags are read again with acquire and the loop decides again.
+      // They may be another thread's kForwarded (its release store), and the loop then reads the
+      // forwarding address and hands out the copy, which must be visible whole, as after the acquire
+      // loads above. The failed CAS's own reload is relaxed (GCC allows no failure order stronger than
+      // the success order); stm_test's
+      // ACollectorThreadThatLosesTheClaimOfARevisionUsesTheWinnersCompleteCopy.
+      f = o->flags(std::memory_order_acquire);
     }
     const size_t size = o->size();
 #ifdef REVKV_MUTATION_NO_MOVING
