@@ -40,6 +40,7 @@
 #include "runtime/gc/collector.h"
 #include "runtime/gc/collector_threads.h"
 #include "runtime/gc/roots.h"
+#include "runtime/gc/test_hooks.h"
 #include "runtime/gc/work_stealing_deque.h"
 #include "runtime/heap/mark_bits.h"
 #include "runtime/heap/object_format.h"
@@ -62,6 +63,17 @@ constexpr uint32_t kEvacuateBelowLiveBytes = kChunkSize / 2;
 constexpr size_t kPublishAbove = 256;
 uint64_t g_nonhead_survivors = 0;   // collector mutex
 uint64_t g_superseded_at_last = 0;  // collector mutex
+
+#ifdef REVKV_TEST_HOOKS
+std::atomic<gc_testing::ClaimHook> g_claim_hook{nullptr};
+// Before a collector thread's claim of an object (test_hooks.h). Relaxed: the hook is installed before
+// the collection starts the collector threads and removed after they are done.
+void BeforeClaim(const Object* o) {
+  if (gc_testing::ClaimHook hook = g_claim_hook.load(std::memory_order_relaxed)) hook(o);
+}
+#else
+inline void BeforeClaim(const Object*) {}
+#endif
 
 // A chunk's gc_flags while the collector threads trace: kChunkHasPinned may be set by any of them
 // (PinClaimed) while others read the flags, so every access then is atomic. Relaxed: the flags that
@@ -527,9 +539,16 @@ class MajorCollector final : public Relocator {
         f = o->flags(std::memory_order_acquire);
         continue;
       }
-      // Relaxed on success: the claim only excludes; what the winner reads of o was written before
-      // the trace. On failure f is reloaded and the loop decides again.
+      BeforeClaim(o);
+      // Relaxed: the claim only excludes; what the winner reads of o was written before the trace.
       if (o->CompareExchangeFlags(f, static_cast<uint16_t>(f | kCopying), std::memory_order_relaxed)) break;
+      // Lost (or a spurious failure): the flags are read again with acquire and the loop decides again.
+      // They may be another thread's kForwarded (its release store), and the loop then reads the
+      // forwarding address and hands out the copy, which must be visible whole, as after the acquire
+      // loads above. The failed CAS's own reload is relaxed (GCC allows no failure order stronger than
+      // the success order); stm_test's
+      // ACollectorThreadThatLosesTheClaimOfARevisionUsesTheWinnersCompleteCopy.
+      f = o->flags(std::memory_order_acquire);
     }
     const size_t size = o->size();
 #ifdef REVKV_MUTATION_NO_MOVING
@@ -882,6 +901,12 @@ class MajorCollector final : public Relocator {
   uint64_t chunks_evacuated_ = 0;
   uint64_t nonhead_survivors_ = 0;
 };
+
+#ifdef REVKV_TEST_HOOKS
+void gc_testing::SetClaimHook(gc_testing::ClaimHook hook) {
+  g_claim_hook.store(hook, std::memory_order_relaxed);
+}
+#endif
 
 namespace {
 std::atomic<uint64_t> g_major_generation{0};  // completed major collections

@@ -18,7 +18,9 @@
 
 #include "runtime/gc/collector.h"  // HeapVerificationEnabled
 #include "runtime/gc/gc.h"
+#include "runtime/gc/test_hooks.h"  // this binary links revkv_runtime_test_hooks
 #include "runtime/heap/heap.h"
+#include "runtime/heap/object_format.h"  // LayoutOf
 #include "runtime/safepoint/safepoint.h"
 #include "runtime/stm/descriptor.h"  // kInevitableAfterAborts and other constants the tests exercise
 #include "runtime/stm/test_hooks.h"  // this binary links revkv_runtime_test_hooks
@@ -744,6 +746,129 @@ TEST_F(StmTest, ChainsCollapsedByTwoCollectorThreadsAtOnceStayConsistent) {
   absl::StatusOr<size_t> now = stm::ReadOnly([&](SnapshotTx& tx) { return count_reading(tx, 200); });
   ASSERT_TRUE(now.ok());
   EXPECT_EQ(*now, holders);
+}
+
+// The claim race of the parallel evacuation (docs/runtime-heap-gc.md 7.3, "Evacuation races"), the
+// losing side: a collector thread finds the collapse target of a reference unclaimed, another thread
+// claims and copies it before this one's claim, and this one's claim fails. It must then see the copy
+// as the winner made it: the failed claim's read of the flags must synchronise with the winner's
+// release of kForwarded. The hook below (gc/test_hooks.h) makes the interleaving happen: the helper
+// thread that first finds the target waits before its claim until the collecting thread has copied it
+// (the collecting thread, finding it first, waits for the helper to get there). The hook only reads
+// and polls relaxed atomics, so it adds no synchronisation of its own. The loser then carries the skip
+// hint it passed to the copy (CarryHint reads the copy's commit time and hint): under ThreadSanitizer
+// that read races with the winner's memcpy unless the failed claim acquired. The test also checks that
+// the interleaving happened and that every holder still leads the live snapshot to its revision.
+namespace claim_race {
+std::atomic<uint64_t> g_target_time{0};
+std::atomic<std::thread::id> g_collecting_thread{};
+std::atomic<bool> g_helper_waiting{false};
+std::atomic<bool> g_helper_lost_claim{false};
+
+void WaitForTheOtherThread(const Object* o) {
+  if (!LayoutOf(o->type()).versioned) return;
+  if (static_cast<const VersionedObject*>(o)->h_commit_time.load(std::memory_order_relaxed) !=
+      g_target_time.load(std::memory_order_relaxed)) {
+    return;
+  }
+  const auto deadline = std::chrono::steady_clock::now() + 5s;
+  if (std::this_thread::get_id() == g_collecting_thread.load(std::memory_order_relaxed)) {
+    while (!g_helper_waiting.load(std::memory_order_relaxed) && std::chrono::steady_clock::now() < deadline) {
+      std::this_thread::yield();
+    }
+    return;
+  }
+  bool expected = false;
+  if (!g_helper_waiting.compare_exchange_strong(expected, true, std::memory_order_relaxed)) return;
+  while (std::chrono::steady_clock::now() < deadline) {
+    if (o->flags(std::memory_order_relaxed) & kForwarded) {
+      g_helper_lost_claim.store(true, std::memory_order_relaxed);
+      return;
+    }
+    std::this_thread::yield();
+  }
+}
+}  // namespace claim_race
+
+TEST_F(StmTest, ACollectorThreadThatLosesTheClaimOfARevisionUsesTheWinnersCompleteCopy) {
+  const size_t holders = 512;
+  constexpr int64_t kBefore = 50;  // writes before the snapshot starts, then as many after it
+  bool lost_claim = false;
+  // The interleaving needs the helper to have stolen work that reaches the target while the collecting
+  // thread waits: on a loaded machine it may not have, so a few attempts, each with a fresh chain.
+  for (int attempt = 0; attempt < 5 && !lost_claim; ++attempt) {
+    MakeAccounts(1, 0);
+    GlobalRoot holders_root;
+    ASSERT_TRUE(stm::Atomically([&](Tx& tx) {
+                  auto hs = tx.NewWithTail<Holders>(holders * sizeof(void*));
+                  hs->size = holders;
+                  auto tbl = tx.Read(table());
+                  for (size_t i = 0; i < holders; ++i) {
+                    auto h = tx.New<Holder>();
+                    h.Set(&Holder::account, Ref<Account>(tbl->at(0)));
+                    hs.Set(hs->at(i), Ref<Holder>(h));
+                  }
+                  tx.PublishAtCommit(holders_root, Ref<Holders>(hs));
+                }).ok());
+    auto all = [&] { return Ref<Holders>::FromRaw(static_cast<Holders*>(holders_root.Load())); };
+    // Each write walks from the account's first revision (through a holder not read before), so that
+    // revision's link is compressed up to the horizon and its skip hint moves on past it.
+    auto write_via = [&](size_t i, int64_t value) {
+      ASSERT_TRUE(stm::Atomically([&](Tx& tx) {
+                    auto h = tx.Read(Ref<Holder>(tx.Read(all())->at(i)));
+                    tx.Write(tx.Read(h, &Holder::account))->balance = value;
+                  }).ok());
+    };
+    for (int64_t v = 1; v <= kBefore; ++v) write_via(static_cast<size_t>(v), v);
+    const uint64_t target_time = stm::ThisThreadLastCommitTime();
+    std::atomic<int> phase{0};
+    std::atomic<size_t> old_readers{0};
+    std::thread reader([&] {
+      ThreadRegistration r("snapshot");
+      ASSERT_TRUE(stm::ReadOnly([&](SnapshotTx& tx) {
+                    phase.store(1);
+                    {
+                      SafeRegion wait;
+                      while (phase.load() != 2) std::this_thread::sleep_for(1ms);
+                    }
+                    auto hs = tx.Read(all());
+                    size_t n = 0;
+                    for (size_t i = kBefore + 1; i < holders; ++i) {
+                      n += tx.Read(tx.Read(Ref<Holder>(hs->at(i))), &Holder::account)->balance == kBefore;
+                    }
+                    old_readers.store(n);
+                  }).ok());
+    });
+    while (phase.load() != 1) std::this_thread::yield();
+    for (int64_t v = kBefore + 1; v <= 2 * kBefore; ++v) write_via(static_cast<size_t>(v), v);
+    // The untouched holders name the first revision, whose hint is past the snapshot: the collection
+    // collapses each of them to the revision of the snapshot's time and carries that hint along.
+    const auto* first =
+        static_cast<const Account*>(RawReference(RawReference(all().unsafe_raw()->at(holders - 1))->account));
+    const Object* hint = first->h_newest.load();
+    if (hint == nullptr || static_cast<const VersionedObject*>(hint)->h_commit_time.load() <= target_time) {
+      phase.store(2);
+      Join(reader);
+      FAIL() << "the first revision has no skip hint past the snapshot: nothing to carry";
+    }
+    CollectMinor();
+    claim_race::g_target_time.store(target_time);
+    claim_race::g_collecting_thread.store(std::this_thread::get_id());
+    claim_race::g_helper_waiting.store(false);
+    claim_race::g_helper_lost_claim.store(false);
+    gc_testing::SetClaimHook(&claim_race::WaitForTheOtherThread);
+    SetCollectorThreads(2);
+    CollectMajor(MajorMode::kCompactEverything);
+    gc_testing::SetClaimHook(nullptr);
+    SetCollectorThreads(0);
+    EXPECT_GT(LastRecord().chains_collapsed, 0u);
+    lost_claim = claim_race::g_helper_lost_claim.load();
+    phase.store(2);
+    Join(reader);
+    EXPECT_EQ(old_readers.load(), holders - kBefore - 1)
+        << "a live snapshot lost the revision it reads through a holder";
+  }
+  EXPECT_TRUE(lost_claim) << "in 5 collections the helper never lost the claim of the collapse target";
 }
 
 // A live snapshot keeps the revision it reads through long chains, concurrent chain compression with
