@@ -85,9 +85,10 @@ struct Collection {
 // One stop of the world, filed under the phase running when it ended.
 struct WorldStop {
   Phase phase;
-  uint64_t begin;    // GC_EVENT_PRE_STOP_WORLD
-  uint64_t stopped;  // GC_EVENT_POST_STOP_WORLD: every other thread suspended (time-to-safepoint)
-  uint64_t end;      // GC_EVENT_POST_START_WORLD
+  uint64_t begin;      // GC_EVENT_PRE_STOP_WORLD
+  uint64_t stopped;    // GC_EVENT_POST_STOP_WORLD: every other thread suspended (time-to-safepoint)
+  uint64_t end;        // GC_EVENT_POST_START_WORLD
+  bool in_collection;  // inside a START..END collection (whose time already counts it)
 };
 
 constexpr size_t kMaxCollections = size_t{1} << 14;
@@ -121,7 +122,7 @@ void GC_CALLBACK OnEvent(GC_EventType event) {
       }
       break;
     case GC_EVENT_PRE_STOP_WORLD:
-      g_stop = WorldStop{CurrentPhase(), now, 0, 0};
+      g_stop = WorldStop{CurrentPhase(), now, 0, 0, g_open};
       break;
     case GC_EVENT_POST_STOP_WORLD:
       g_stop.stopped = now;
@@ -237,14 +238,20 @@ nlohmann::json RunBoehm(const WorkloadConfig& config, const BoehmOptions& option
   t0 = NowNanos();
   const uint64_t allocations = StreamSteps(m, 0, c.stream_steps);
   const uint64_t stream_ns = NowNanos() - t0;
-  const Summary stream_full = SummarizeField(CollectionsOf(Phase::kStream), CollectionNs);
-  out["stream"] = {{"allocations", allocations},
-                   {"seconds", static_cast<double>(stream_ns) / 1e9},
-                   {"ns_per_alloc", static_cast<double>(stream_ns) / static_cast<double>(allocations)},
-                   {"ns_per_alloc_outside_pauses",
-                    static_cast<double>(stream_ns - std::min(stream_ns, stream_full.total_ns)) /
-                        static_cast<double>(allocations)},
-                   {"pauses", PausesOf(Phase::kStream)}};
+  // Time in collections: START..END ones, and the stops of incremental ones outside them (their
+  // marking steps between stops are not told apart from allocation).
+  uint64_t stream_pauses = SummarizeField(CollectionsOf(Phase::kStream), CollectionNs).total_ns;
+  for (size_t i = 0; i < g_stop_count; ++i) {
+    const WorldStop& s = g_stops[i];
+    if (s.phase == Phase::kStream && !s.in_collection) stream_pauses += s.end - s.begin;
+  }
+  out["stream"] = {
+      {"allocations", allocations},
+      {"seconds", static_cast<double>(stream_ns) / 1e9},
+      {"ns_per_alloc", static_cast<double>(stream_ns) / static_cast<double>(allocations)},
+      {"ns_per_alloc_outside_pauses", static_cast<double>(stream_ns - std::min(stream_ns, stream_pauses)) /
+                                          static_cast<double>(allocations)},
+      {"pauses", PausesOf(Phase::kStream)}};
 
   SetPhase(Phase::kThreads);
   TimedStream worker_stream;

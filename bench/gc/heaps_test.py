@@ -41,6 +41,8 @@ class HeapsTest(unittest.TestCase):
         self.assertGreater(inc["collections"]["completed"], inc["collections"]["full"])
         self.assertGreater(inc["stream"]["pauses"]["world_stops"]["count"], 0)
         self.assertEqual(inc["stream"]["pauses"]["full"]["count"], 0)
+        # Their stops are time outside allocation.
+        self.assertLess(inc["stream"]["ns_per_alloc_outside_pauses"], inc["stream"]["ns_per_alloc"])
         # Stop-the-world mode: every collection is a full one.
         self.assertEqual(full["collections"]["completed"], full["collections"]["full"])
 
