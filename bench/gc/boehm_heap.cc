@@ -1,10 +1,14 @@
 // The GC benchmark on Boehm GC (heaps.h). Nodes are GC_MALLOC'ed structs with two plain pointers; the
 // long-lived tree is held by a static root, each thread's ring by its stack. Every collection is timed
 // by the collector's own event callback (GC_set_on_collection_event), which runs on the collecting
-// thread with the allocation lock held: GC_EVENT_START / GC_EVENT_END bound the collection as the
-// collecting thread sees it, PRE_STOP_WORLD .. POST_START_WORLD the time every thread is stopped, and
-// PRE_STOP_WORLD .. POST_STOP_WORLD the time it takes to stop them (Boehm's time-to-safepoint: it
-// suspends threads with signals wherever they are).
+// thread with the allocation lock held: GC_EVENT_START / GC_EVENT_END bound a collection the
+// collecting thread runs to its end, PRE_STOP_WORLD .. POST_START_WORLD each stop of the world, and
+// PRE_STOP_WORLD .. POST_STOP_WORLD the time it takes to stop the other threads (Boehm's
+// time-to-safepoint: it suspends threads with signals wherever they are). Every stop of the world is
+// filed on its own: in incremental mode (GC_enable_incremental) a collection stops the world to mark
+// from the roots for as long as its time limit allows, goes on marking in steps between allocations
+// while the mutators run (virtual dirty bits record what they write), and stops the world again to
+// finish from the roots and the dirty pages; the stops are what the other threads wait for.
 #define GC_THREADS 1
 #define GC_NO_THREAD_REDIRECTS 1  // threads register explicitly (GC_register_my_thread)
 #include <gc/gc.h>
@@ -65,14 +69,26 @@ class BoehmMutator {
 
 // ----- collection records, filed by the event callback ------------------------------------------------
 
+// A collection the collecting thread runs from GC_EVENT_START to GC_EVENT_END: every collection in
+// stop-the-world mode, and GC_gcollect (always full) in incremental mode. The collections incremental
+// mode starts by itself have no START/END events (libgc's GC_maybe_gc marks them with GC_stopped_mark
+// and then in steps between allocations): they appear only as world stops, and their marking steps
+// in the allocation time of the thread that runs them.
 struct Collection {
   Phase phase;
-  uint64_t start;        // GC_EVENT_START
-  uint64_t stop_begin;   // GC_EVENT_PRE_STOP_WORLD
-  uint64_t stop_end;     // GC_EVENT_POST_STOP_WORLD
-  uint64_t restart_end;  // GC_EVENT_POST_START_WORLD
-  uint64_t end;          // GC_EVENT_END
-  uint64_t heap_after;   // GC_get_heap_size() at GC_EVENT_END
+  uint64_t start;       // GC_EVENT_START
+  uint64_t stopped_ns;  // the world stops inside it, summed (finishing an incremental cycle adds one)
+  uint64_t end;         // GC_EVENT_END
+  uint64_t heap_after;  // GC_get_heap_size() at GC_EVENT_END
+};
+
+// One stop of the world, filed under the phase running when it ended.
+struct WorldStop {
+  Phase phase;
+  uint64_t begin;      // GC_EVENT_PRE_STOP_WORLD
+  uint64_t stopped;    // GC_EVENT_POST_STOP_WORLD: every other thread suspended (time-to-safepoint)
+  uint64_t end;        // GC_EVENT_POST_START_WORLD
+  bool in_collection;  // inside a START..END collection (whose time already counts it)
 };
 
 constexpr size_t kMaxCollections = size_t{1} << 14;
@@ -81,34 +97,50 @@ constexpr size_t kMaxCollections = size_t{1} << 14;
 Collection* const g_collections = new Collection[kMaxCollections];
 size_t g_count = 0;
 bool g_open = false;
+WorldStop* const g_stops = new WorldStop[kMaxCollections];
+size_t g_stop_count = 0;
+WorldStop g_stop{};  // the stop in progress
 std::atomic<int> g_phase{0};
 uint64_t g_peak_heap = 0;
 
+// The heap the collector holds mapped: GC_get_heap_size() counts every block it has from the OS,
+// in use or free (its retained blocks), and excludes what it unmapped (returned to the OS,
+// GC_get_unmapped_bytes()). Unsynchronized getter: called with the allocation lock held or from the
+// only running thread.
+void NotePeakHeap() { g_peak_heap = std::max<uint64_t>(g_peak_heap, GC_get_heap_size()); }
+
+Phase CurrentPhase() { return static_cast<Phase>(g_phase.load(std::memory_order_relaxed)); }
+
 void GC_CALLBACK OnEvent(GC_EventType event) {
   const uint64_t now = NowNanos();
-  if (g_count >= kMaxCollections) return;
-  if (!g_open && (event == GC_EVENT_START || event == GC_EVENT_PRE_STOP_WORLD)) {
-    g_collections[g_count] =
-        Collection{static_cast<Phase>(g_phase.load(std::memory_order_relaxed)), now, 0, 0, 0, 0, 0};
-    g_open = true;
-  }
-  if (!g_open) return;
-  Collection& c = g_collections[g_count];
   switch (event) {
+    case GC_EVENT_START:
+      NotePeakHeap();  // before the collection can unmap anything
+      if (g_count < kMaxCollections) {
+        g_collections[g_count] = Collection{CurrentPhase(), now, 0, 0, 0};
+        g_open = true;
+      }
+      break;
     case GC_EVENT_PRE_STOP_WORLD:
-      if (c.stop_begin == 0) c.stop_begin = now;
+      g_stop = WorldStop{CurrentPhase(), now, 0, 0, g_open};
       break;
     case GC_EVENT_POST_STOP_WORLD:
-      c.stop_end = now;
+      g_stop.stopped = now;
       break;
     case GC_EVENT_POST_START_WORLD:
-      c.restart_end = now;
+      if (g_stop.begin == 0) break;
+      g_stop.end = now;
+      g_stop.phase = CurrentPhase();
+      if (g_stop_count < kMaxCollections) g_stops[g_stop_count++] = g_stop;
+      if (g_open) g_collections[g_count].stopped_ns += now - g_stop.begin;
+      g_stop = WorldStop{};
       break;
     case GC_EVENT_END:
-      c.end = now;
-      c.heap_after = GC_get_heap_size();  // unsynchronized getter: callable with the lock held
-      g_peak_heap = std::max<uint64_t>(g_peak_heap, c.heap_after);
-      c.phase = static_cast<Phase>(g_phase.load(std::memory_order_relaxed));
+      if (!g_open) break;
+      g_collections[g_count].end = now;
+      g_collections[g_count].heap_after = GC_get_heap_size();  // unsynchronized: the lock is held
+      g_collections[g_count].phase = CurrentPhase();
+      NotePeakHeap();
       ++g_count;
       g_open = false;
       break;
@@ -118,7 +150,7 @@ void GC_CALLBACK OnEvent(GC_EventType event) {
 }
 
 void SetPhase(Phase p) {
-  g_peak_heap = std::max<uint64_t>(g_peak_heap, GC_get_heap_size());
+  NotePeakHeap();
   g_phase.store(static_cast<int>(p), std::memory_order_relaxed);
 }
 
@@ -131,10 +163,7 @@ std::vector<Collection> CollectionsOf(Phase phase) {
 }
 
 uint64_t CollectionNs(const Collection& c) { return c.end - c.start; }
-uint64_t WorldStoppedNs(const Collection& c) {
-  return c.restart_end > c.stop_begin ? c.restart_end - c.stop_begin : 0;
-}
-uint64_t StopNs(const Collection& c) { return c.stop_end > c.stop_begin ? c.stop_end - c.stop_begin : 0; }
+uint64_t WorldStoppedNs(const Collection& c) { return c.stopped_ns; }
 
 template <class F>
 Summary SummarizeField(const std::vector<Collection>& cs, F field) {
@@ -143,10 +172,23 @@ Summary SummarizeField(const std::vector<Collection>& cs, F field) {
   return Summarize(std::move(v));
 }
 
+// The world stops of `phase`: how long each kept the world stopped, or (time_to_safepoint) how long
+// suspending the other threads took.
+Summary StopsOf(Phase phase, bool time_to_safepoint = false) {
+  std::vector<uint64_t> v;
+  for (size_t i = 0; i < g_stop_count; ++i) {
+    const WorldStop& s = g_stops[i];
+    if (s.phase != phase) continue;
+    v.push_back(time_to_safepoint ? (s.stopped > s.begin ? s.stopped - s.begin : 0) : s.end - s.begin);
+  }
+  return Summarize(std::move(v));
+}
+
 nlohmann::json PausesOf(Phase phase) {
   const std::vector<Collection> cs = CollectionsOf(phase);
   return {{"full", ToJson(SummarizeField(cs, CollectionNs))},
-          {"full_world_stopped", ToJson(SummarizeField(cs, WorldStoppedNs))}};
+          {"full_world_stopped", ToJson(SummarizeField(cs, WorldStoppedNs))},
+          {"world_stops", ToJson(StopsOf(phase))}};
 }
 
 void StreamOnWorker(const WorkloadConfig& c, TimedStream* result) {
@@ -164,15 +206,27 @@ void StreamOnWorker(const WorkloadConfig& c, TimedStream* result) {
 
 }  // namespace
 
-size_t BoehmNodeBytes() { return sizeof(BoehmNode); }
-
-nlohmann::json RunBoehm(const WorkloadConfig& c, unsigned markers) {
-  if (markers > 0) GC_set_markers_count(markers);
+nlohmann::json RunBoehm(const WorkloadConfig& config, const BoehmOptions& options) {
+  WorkloadConfig c = config;
+  if (options.markers > 0) GC_set_markers_count(options.markers);
+  if (options.free_space_divisor > 0) GC_set_free_space_divisor(options.free_space_divisor);
+  // Before the first allocation (it initializes the collector itself); GC_INIT after it is a no-op
+  // apart from registering the data segments.
+  if (options.incremental) GC_enable_incremental();
   GC_INIT();
+  if (options.incremental && !GC_is_incremental_mode()) {
+    std::fprintf(stderr, "revkv-bench-gc: GC_enable_incremental did not take (no virtual dirty bits?)\n");
+    std::exit(3);
+  }
   GC_allow_register_threads();  // also starts the marker threads
   GC_set_on_collection_event(OnEvent);
+  const GC_word gc_no_at_start = GC_get_gc_no();  // GC_INIT's own first collection, before the callback
   nlohmann::json out;
   BoehmMutator m;
+  // What a node occupies: 32 requested bytes, plus the extra byte of the default all-interior-pointers
+  // mode, rounded up to the 16-byte granule: 48, as much as a revkv node with its header.
+  const size_t node_bytes = GC_size(m.NewNode(0, nullptr, nullptr));
+  if (c.live_bytes > 0) c.live_nodes = c.live_bytes / node_bytes;
 
   SetPhase(Phase::kBuild);
   uint64_t t0 = NowNanos();
@@ -184,14 +238,20 @@ nlohmann::json RunBoehm(const WorkloadConfig& c, unsigned markers) {
   t0 = NowNanos();
   const uint64_t allocations = StreamSteps(m, 0, c.stream_steps);
   const uint64_t stream_ns = NowNanos() - t0;
-  const Summary stream_full = SummarizeField(CollectionsOf(Phase::kStream), CollectionNs);
-  out["stream"] = {{"allocations", allocations},
-                   {"seconds", static_cast<double>(stream_ns) / 1e9},
-                   {"ns_per_alloc", static_cast<double>(stream_ns) / static_cast<double>(allocations)},
-                   {"ns_per_alloc_outside_pauses",
-                    static_cast<double>(stream_ns - std::min(stream_ns, stream_full.total_ns)) /
-                        static_cast<double>(allocations)},
-                   {"pauses", PausesOf(Phase::kStream)}};
+  // Time in collections: START..END ones, and the stops of incremental ones outside them (their
+  // marking steps between stops are not told apart from allocation).
+  uint64_t stream_pauses = SummarizeField(CollectionsOf(Phase::kStream), CollectionNs).total_ns;
+  for (size_t i = 0; i < g_stop_count; ++i) {
+    const WorldStop& s = g_stops[i];
+    if (s.phase == Phase::kStream && !s.in_collection) stream_pauses += s.end - s.begin;
+  }
+  out["stream"] = {
+      {"allocations", allocations},
+      {"seconds", static_cast<double>(stream_ns) / 1e9},
+      {"ns_per_alloc", static_cast<double>(stream_ns) / static_cast<double>(allocations)},
+      {"ns_per_alloc_outside_pauses", static_cast<double>(stream_ns - std::min(stream_ns, stream_pauses)) /
+                                          static_cast<double>(allocations)},
+      {"pauses", PausesOf(Phase::kStream)}};
 
   SetPhase(Phase::kThreads);
   TimedStream worker_stream;
@@ -206,7 +266,7 @@ nlohmann::json RunBoehm(const WorkloadConfig& c, unsigned markers) {
       {"ns_per_alloc", thread_ns / static_cast<double>(main_stream.allocations + worker_stream.allocations)},
       {"forced", main_stream.forced},
       {"pauses", PausesOf(Phase::kThreads)},
-      {"time_to_safepoint", ToJson(SummarizeField(CollectionsOf(Phase::kThreads), StopNs))}};
+      {"time_to_safepoint", ToJson(StopsOf(Phase::kThreads, /*time_to_safepoint=*/true))}};
 
   SetPhase(Phase::kForced);
   std::vector<uint64_t> walls;
@@ -228,16 +288,24 @@ nlohmann::json RunBoehm(const WorkloadConfig& c, unsigned markers) {
   out["verified"] = CountTree<BoehmMutator>(g_tree) == static_cast<int64_t>(c.live_nodes);
   SetPhase(Phase::kForced);
 
-  BoehmNode* probe = m.NewNode(0, nullptr, nullptr);
-  out["node_bytes"] = GC_size(probe);
+  out["node_bytes"] = node_bytes;
+  out["requested_node_bytes"] = sizeof(BoehmNode);
   out["system"] = "boehm";
-  out["variant"] = markers == 0 ? "boehm-default" : "boehm-" + std::to_string(markers) + "-marker";
+  out["variant"] = options.variant;
   out["markers"] = GC_get_parallel() + 1;
+  out["incremental"] = GC_is_incremental_mode() != 0;
+  // What the dirty bits cost the mutator: GC_PROTECTS_POINTER_HEAP when pages are write-protected
+  // (mprotect), 0 with soft-dirty bits read from /proc.
+  out["incremental_protection"] = GC_incremental_protection_needs();
+  out["free_space_divisor"] = GC_get_free_space_divisor();
   out["live_mib"] = c.live_mib;
   out["live_nodes"] = c.live_nodes;
   out["tree_bytes"] = c.live_nodes * out["node_bytes"].get<uint64_t>();
-  out["collections"] = {{"full", g_count}};
+  // completed: every collection the collector completed (GC_get_gc_no), incremental ones included.
+  out["collections"] = {{"full", g_count}, {"completed", GC_get_gc_no() - gc_no_at_start}};
+  NotePeakHeap();
   out["peak_heap_bytes"] = g_peak_heap;
+  out["unmapped_bytes"] = GC_get_unmapped_bytes();
   out["peak_rss_bytes"] = PeakRssBytes();
   return out;
 }

@@ -33,20 +33,64 @@ namespace {
 using nlohmann::json;
 
 struct Heap {
-  std::string name;  // "revkv", "boehm-default", "boehm-1-marker"
-  unsigned markers;  // Boehm only: GC_set_markers_count (0: the collector's choice)
+  std::string name;    // "revkv", "boehm-default", "boehm-1-marker", "boehm-incremental-matched", ...
+  BoehmOptions boehm;  // Boehm only
 };
 
-std::optional<Heap> ParseHeap(const std::string& name) {
-  if (name == "revkv") return Heap{name, 0};
-  if (name == "boehm-default") return Heap{name, 0};
-  const std::string prefix = "boehm-";
-  if (name.rfind(prefix, 0) == 0 && name.size() > prefix.size() + 7 &&
-      name.substr(name.size() - 7) == "-marker") {
-    const int n = std::atoi(name.substr(prefix.size(), name.size() - prefix.size() - 7).c_str());
-    if (n > 0) return Heap{name, static_cast<unsigned>(n)};
+// The free-space divisor that gives Boehm the headroom revkv's major trigger gives it. revkv starts a
+// major collection when the bytes in use reach live * g (g: HeapOptions::major_growth_factor, 2), so
+// it allocates (g - 1) * live between two. Boehm collects once it has allocated min_bytes_allocd()
+// (libgc's alloc.c): (2 * pointer-containing bytes in use + roots) / divisor, halved in incremental
+// mode; every byte of the benchmark's live set holds pointers, so it allocates 2 * live / d
+// (live / d incremental) between two. Equal when d = 2 / (g - 1), or 1 / (g - 1) incremental:
+// 2 and 1 for g = 2, against the default 3 (2/3 and 1/3 of the live set).
+unsigned MatchedFreeSpaceDivisor(bool incremental) {
+  const double headroom = RevkvMajorGrowthFactor() - 1.0;
+  const double d = (incremental ? 1.0 : 2.0) / headroom;
+  return d < 1.0 ? 1u : static_cast<unsigned>(d + 0.5);
+}
+
+// Heap names: revkv; boehm-default or boehm-<n>-marker (stop-the-world collections);
+// boehm-incremental or boehm-incremental-<n>-marker (GC_enable_incremental); any Boehm name with
+// "-matched" at the end runs with MatchedFreeSpaceDivisor. `divisor` (> 0) sets the divisor of the
+// other Boehm heaps and is appended to their names ("-d<n>") so that results stay apart in merges.
+std::optional<Heap> ParseHeap(const std::string& name, unsigned divisor) {
+  if (name == "revkv") return Heap{name, {}};
+  std::string rest = name;
+  const auto strip_suffix = [&rest](const std::string& suffix) {
+    if (rest.size() <= suffix.size() || rest.compare(rest.size() - suffix.size(), suffix.size(), suffix) != 0)
+      return false;
+    rest.resize(rest.size() - suffix.size());
+    return true;
+  };
+  const auto strip_prefix = [&rest](const std::string& prefix) {
+    if (rest.rfind(prefix, 0) != 0) return false;
+    rest = rest.substr(prefix.size());
+    return true;
+  };
+  BoehmOptions o;
+  const bool matched = strip_suffix("-matched");
+  if (!strip_prefix("boehm")) return std::nullopt;
+  if (rest.empty()) return std::nullopt;
+  if (strip_prefix("-incremental")) o.incremental = true;
+  if (rest == "-default" && !o.incremental) {
+    rest.clear();
+  } else if (!rest.empty()) {
+    if (!strip_prefix("-") || !strip_suffix("-marker") || rest.empty() ||
+        rest.find_first_not_of("0123456789") != std::string::npos || rest.size() > 3) {
+      return std::nullopt;
+    }
+    o.markers = static_cast<unsigned>(std::stoul(rest));
+    if (o.markers == 0) return std::nullopt;
   }
-  return std::nullopt;
+  o.variant = name;
+  if (matched) {
+    o.free_space_divisor = MatchedFreeSpaceDivisor(o.incremental);
+  } else if (divisor > 0) {
+    o.free_space_divisor = divisor;
+    o.variant += "-d" + std::to_string(divisor);
+  }
+  return Heap{o.variant, o};
 }
 
 // Runs one configuration in a child process; returns its JSON, or nullopt if the child failed.
@@ -65,7 +109,7 @@ std::optional<json> RunInChild(const Heap& heap, const WorkloadConfig& config) {
   }
   if (pid == 0) {
     close(fds[0]);
-    const json result = heap.name == "revkv" ? RunRevkv(config) : RunBoehm(config, heap.markers);
+    const json result = heap.name == "revkv" ? RunRevkv(config) : RunBoehm(config, heap.boehm);
     const std::string text = result.dump();
     for (size_t done = 0; done < text.size();) {
       const ssize_t n = write(fds[1], text.data() + done, text.size() - done);
@@ -155,7 +199,8 @@ int Main(int argc, char** argv) {
   std::string json_file;
   int runs = 1;
   std::vector<size_t> live_mib;
-  std::vector<std::string> heap_names = {"revkv", "boehm-default", "boehm-1-marker"};
+  std::vector<std::string> heap_names = {"revkv", "boehm-default", "boehm-1-marker", "boehm-incremental"};
+  unsigned boehm_divisor = 0;
   std::string live_basis = "nodes";
   WorkloadConfig base;
   base.stream_steps = uint64_t{1} << 20;
@@ -168,11 +213,20 @@ int Main(int argc, char** argv) {
       ->check(CLI::Range(1, 99));
   app.add_option("--live", live_mib, "live-set sizes in MiB of revkv nodes (default 16,64,128,256)")
       ->delimiter(',');
-  app.add_option("--heaps", heap_names, "revkv, boehm-default, boehm-<n>-marker")->delimiter(',');
+  app.add_option("--heaps", heap_names,
+                 "revkv, boehm-default, boehm-<n>-marker, boehm-incremental, boehm-incremental-<n>-marker; "
+                 "a Boehm name ending in -matched gets the free-space divisor that matches revkv's major "
+                 "trigger (2 stop-the-world, 1 incremental)")
+      ->delimiter(',');
+  app.add_option("--boehm-free-space-divisor", boehm_divisor,
+                 "GC_set_free_space_divisor for the Boehm heaps not named -matched (default: libgc's 3); "
+                 "their names get -d<n>")
+      ->check(CLI::Range(1u, 1000u));
   app.add_option(
          "--live-basis", live_basis,
          "nodes: both heaps hold the same tree (node count from the revkv size); bytes: each heap holds "
-         "the live-set size in its own nodes")
+         "the live-set size in its own nodes as stored (Boehm: GC_size, 48 bytes like revkv's, so the same "
+         "tree)")
       ->check(CLI::IsMember({"nodes", "bytes"}));
   app.add_option("--stream-steps", base.stream_steps, "one-thread stream: temporary trees of 15 nodes");
   app.add_option("--threads-seconds", base.two_thread_seconds, "duration of the two-thread phase");
@@ -218,9 +272,13 @@ int Main(int argc, char** argv) {
   base.revkv_compact = compact;
   std::vector<Heap> heaps;
   for (const std::string& name : heap_names) {
-    std::optional<Heap> h = ParseHeap(name);
+    std::optional<Heap> h = ParseHeap(name, boehm_divisor);
     if (!h) {
-      std::fprintf(stderr, "revkv-bench-gc: unknown heap '%s'\n", name.c_str());
+      std::fprintf(stderr,
+                   "revkv-bench-gc: unknown heap '%s' (revkv, boehm-default, boehm-<n>-marker, "
+                   "boehm-incremental, boehm-incremental-<n>-marker, each Boehm name optionally "
+                   "followed by -matched)\n",
+                   name.c_str());
       return 2;
     }
     heaps.push_back(*h);
@@ -253,13 +311,13 @@ int Main(int argc, char** argv) {
       for (size_t h = 0; h < heaps.size(); ++h) {
         WorkloadConfig c = base;
         c.live_mib = live_mib[l];
-        const size_t node_bytes =
-            live_basis == "bytes" && heaps[h].name != "revkv" ? BoehmNodeBytes() : RevkvNodeBytes();
-        c.live_nodes = (uint64_t{c.live_mib} << 20) / node_bytes;
+        c.live_nodes = (uint64_t{c.live_mib} << 20) / RevkvNodeBytes();
+        // Boehm's node size is known only once its collector runs (GC_size): the child sizes the tree.
+        if (live_basis == "bytes" && heaps[h].name != "revkv") c.live_bytes = uint64_t{c.live_mib} << 20;
         const uint64_t start = NowNanos();
         std::optional<json> r = RunInChild(heaps[h], c);
         ++done;
-        std::fprintf(stderr, "[%zu/%zu] run %d %-16s live %4zu MiB: %s in %.1f s\n", done, total, run + 1,
+        std::fprintf(stderr, "[%zu/%zu] run %d %-26s live %4zu MiB: %s in %.1f s\n", done, total, run + 1,
                      heaps[h].name.c_str(), c.live_mib, r ? "ok" : "FAILED",
                      static_cast<double>(NowNanos() - start) / 1e9);
         if (!r) {

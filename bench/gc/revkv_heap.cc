@@ -101,13 +101,22 @@ constexpr size_t kMaxRecords = size_t{1} << 16;
 Record* const g_records = new Record[kMaxRecords];
 std::atomic<size_t> g_record_count{0};
 std::atomic<int> g_phase{0};
-std::atomic<uint64_t> g_peak_committed{0};
+std::atomic<uint64_t> g_peak_heap{0};
 
-void NotePeakCommitted() {
-  const uint64_t c = runtime::GetHeapUsage().committed_bytes;
-  uint64_t seen = g_peak_committed.load(std::memory_order_relaxed);
-  while (c > seen && !g_peak_committed.compare_exchange_weak(seen, c, std::memory_order_relaxed)) {
+void NotePeak(uint64_t bytes) {
+  uint64_t seen = g_peak_heap.load(std::memory_order_relaxed);
+  while (bytes > seen && !g_peak_heap.compare_exchange_weak(seen, bytes, std::memory_order_relaxed)) {
   }
+}
+
+// The heap the page space holds mapped: the pages in use (committed_bytes) and the free pages it keeps
+// for reuse (retained_bytes), the same thing as Boehm's GC_get_heap_size() (boehm_heap.cc). Pages
+// go back to the OS only in a major collection, so the peak is sampled after each collection, with
+// the chunks in use before it (a lower bound of the pages then), before each forced one and at each
+// phase change.
+void NotePeakHeap() {
+  const runtime::HeapUsage u = runtime::GetHeapUsage();
+  NotePeak(u.committed_bytes + u.retained_bytes);
 }
 
 // Runs on the collecting thread after the world resumed; minor collections of two threads may run it
@@ -125,11 +134,12 @@ void OnCollection(const runtime::CollectionRecord& r) {
                           r.bytes_copied,
                           r.pinned_bytes};
   }
-  NotePeakCommitted();
+  NotePeak(r.heap_bytes_before);
+  NotePeakHeap();
 }
 
 void SetPhase(Phase p) {
-  NotePeakCommitted();
+  NotePeakHeap();
   g_phase.store(static_cast<int>(p), std::memory_order_relaxed);
 }
 
@@ -199,8 +209,10 @@ nlohmann::json RunRegistered(const WorkloadConfig& c) {
     RevkvMutator wm;
     worker_stream = StreamFor(wm, c.two_thread_seconds, 0, [] {});
   });
-  const TimedStream main_stream =
-      StreamFor(m, c.two_thread_seconds, c.force_interval_ms, [mode] { runtime::CollectMajor(mode); });
+  const TimedStream main_stream = StreamFor(m, c.two_thread_seconds, c.force_interval_ms, [mode] {
+    NotePeakHeap();
+    runtime::CollectMajor(mode);
+  });
   {
     runtime::SafeRegion blocked;  // a collection the worker starts must not wait for us
     worker.join();
@@ -219,6 +231,7 @@ nlohmann::json RunRegistered(const WorkloadConfig& c) {
   std::vector<uint64_t> walls;
   for (int i = 0; i < c.forced_collections; ++i) {
     StreamSteps(m, static_cast<uint64_t>(i) * c.garbage_steps_between_forced, c.garbage_steps_between_forced);
+    NotePeakHeap();
     t0 = NowNanos();
     runtime::CollectMajor(mode);
     walls.push_back(NowNanos() - t0);
@@ -234,13 +247,15 @@ nlohmann::json RunRegistered(const WorkloadConfig& c) {
        forced.empty() ? 0 : SummarizeField(forced, [](const Record& r) { return r.pinned_bytes; }).max_ns}};
   out["in_use_after_full_bytes"] = forced.empty() ? 0 : forced.back().bytes_after;
   out["verified"] = CountTree<RevkvMutator>(tree.get()) == static_cast<int64_t>(c.live_nodes);
-  NotePeakCommitted();
+  NotePeakHeap();
   return out;
 }
 
 }  // namespace
 
 size_t RevkvNodeBytes() { return sizeof(BenchNode); }
+
+double RevkvMajorGrowthFactor() { return runtime::HeapOptions{}.major_growth_factor; }
 
 nlohmann::json RunRevkv(const WorkloadConfig& config) {
   runtime::HeapOptions requested;
@@ -273,7 +288,10 @@ nlohmann::json RunRevkv(const WorkloadConfig& config) {
                                       {"p50_ns", tts.Quantile(0.5)},
                                       {"p99_ns", tts.Quantile(0.99)},
                                       {"max_ns", tts.max}};
-  out["peak_heap_bytes"] = g_peak_committed.load();
+  out["peak_heap_bytes"] = g_peak_heap.load();
+  const runtime::HeapUsage usage = runtime::GetHeapUsage();
+  out["committed_bytes"] = usage.committed_bytes;  // at the end, after the last forced collection
+  out["retained_bytes"] = usage.retained_bytes;
   out["peak_rss_bytes"] = PeakRssBytes();
   return out;
 }

@@ -34,8 +34,11 @@ inline constexpr int64_t kCheckMix = 0x5bd1e995;
 enum class Phase : int { kBuild = 0, kStream = 1, kThreads = 2, kForced = 3 };
 
 struct WorkloadConfig {
-  size_t live_mib = 64;           // live-set label: the revkv tree's size in MiB
-  uint64_t live_nodes = 0;        // nodes in the long-lived tree (the same for both heaps)
+  size_t live_mib = 64;     // live-set label: the revkv tree's size in MiB
+  uint64_t live_nodes = 0;  // nodes in the long-lived tree (the same for both heaps)
+  // --live-basis bytes, Boehm only: if > 0, the run sizes its tree to this many bytes of nodes as the
+  // collector stores them (GC_size, known only once it runs) and replaces live_nodes.
+  uint64_t live_bytes = 0;
   uint64_t stream_steps = 0;      // phase stream
   double two_thread_seconds = 0;  // phase threads
   double force_interval_ms = 0;   // phase threads: 0 disables forced collections
