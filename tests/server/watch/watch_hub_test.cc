@@ -819,6 +819,10 @@ TEST(WatchHub, GroupedCatchUpGivesEveryWatcherExactlyItsHistoryUnderConcurrency)
   std::vector<std::vector<WatchEvent>> history(kRevisions + 2);
   std::atomic<int64_t> published{1};
   std::atomic<bool> writing{true};
+  // A stream nobody reads until the writer is done, with a watcher the compaction overtakes in every run
+  // (whether it overtakes any of the others depends on how far behind the dispatcher and the readers are).
+  Reader overtaken(&h.hub());
+  constexpr int64_t kOvertakenFrom = kRevisions / 2 - 150;
   std::thread writer([&] {
     std::mt19937 rng(seed);
     std::map<std::string, store::KvRecord> live;
@@ -853,7 +857,13 @@ TEST(WatchHub, GroupedCatchUpGivesEveryWatcherExactlyItsHistoryUnderConcurrency)
       h.log().Publish(r, std::move(evs));
       published.store(r);
       // A compaction midway: watchers below it are told so.
-      if (r == kRevisions / 2) h.log().Trim(r - 100);
+      if (r == kRevisions / 2) {
+        // Progress responses fill the unread stream's queue, so no round catches its watcher up before
+        // the compaction (Full): it is still at kOvertakenFrom when the compaction passes it.
+        for (size_t i = 0; i < options.stream_max_responses; ++i) h.hub().Progress(overtaken.stream());
+        h.hub().Create(overtaken.stream(), Req("k/", "k0", kOvertakenFrom));
+        h.log().Trim(r - 100);
+      }
       if (r % 8 == 0) std::this_thread::sleep_for(std::chrono::microseconds(100));
     }
     writing = false;
@@ -1004,7 +1014,22 @@ TEST(WatchHub, GroupedCatchUpGivesEveryWatcherExactlyItsHistoryUnderConcurrency)
       watchers, checked_events, told_compacted, static_cast<unsigned long long>(h.hub().catch_up_reads()));
   EXPECT_GT(h.hub().catch_up_reads(), 0u) << "nobody caught up: the test proves nothing";
   EXPECT_GE(watchers, 20u) << "too few watchers joined while the writer wrote";
-  EXPECT_GT(told_compacted, 0u) << "the compaction overtook nobody";
+  // The watcher on the unread stream: created, then told of the compaction, and nothing in between.
+  ASSERT_TRUE(overtaken.DrainUntil([](auto& g) {
+    for (const auto& r : g)
+      if (r.watch_id() == 0 && r.canceled()) return true;
+    return false;
+  })) << "the compaction overtook a watcher and did not tell it (seed "
+      << seed << ")";
+  std::vector<WatchResponse> its;
+  for (const auto& r : overtaken.got())
+    if (r.watch_id() == 0) its.push_back(r);
+  ASSERT_EQ(its.size(), 2u) << "seed " << seed;
+  EXPECT_TRUE(its[0].created());
+  EXPECT_FALSE(its[0].canceled());
+  EXPECT_TRUE(its[1].canceled());
+  EXPECT_EQ(its[1].compact_revision(), kRevisions / 2 - 100);
+  EXPECT_EQ(its[1].events_size(), 0);
 }
 
 }  // namespace
