@@ -923,12 +923,21 @@ TEST(WatchHub, GroupedCatchUpGivesEveryWatcherExactlyItsHistoryUnderConcurrency)
   EXPECT_EQ(h.log().compacted_to(), kRevisions / 2 - 100);
   // Everyone still watching gets to the end: every revision dispatched, nobody behind, every queue read.
   const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(20);
+  // What the hub had left when the writer stopped, for the message below (slow progress or none).
+  const size_t unsynced_at_end = h.hub().unsynced();
+  const uint64_t reads_at_end = h.hub().catch_up_reads();
   for (;;) {
     for (auto& r : readers) r->Drain();
     bool idle = h.hub().dispatched() == kRevisions + 1 && h.hub().unsynced() == 0;
     for (auto& r : readers) idle = idle && r->stream()->queued() == 0;
     if (idle) break;
-    ASSERT_LT(std::chrono::steady_clock::now(), deadline) << "watchers never caught up (seed " << seed << ")";
+    ASSERT_LT(std::chrono::steady_clock::now(), deadline)
+        << "watchers never caught up (seed " << seed << "): dispatched " << h.hub().dispatched() << " of "
+        << kRevisions + 1 << ", unsynced " << h.hub().unsynced() << " (" << unsynced_at_end
+        << " when the writer stopped), revisions read to catch up since then "
+        << h.hub().catch_up_reads() - reads_at_end << ", queued " << readers[0]->stream()->queued() << " "
+        << readers[1]->stream()->queued() << " " << readers[2]->stream()->queued() << " "
+        << readers[3]->stream()->queued();
     std::this_thread::sleep_for(std::chrono::milliseconds(1));
   }
   auto expected_event = [](const WatchCreateRequest& req, const WatchEvent& e) -> std::optional<std::string> {
