@@ -156,7 +156,7 @@ struct Node : VersionedObject {
 // compares heads and reads a key from an entry only to check the shared prefix and to settle equal
 // heads (LowerBound): one entry where it read five or six. The shared prefix is what makes heads of the
 // keys of a real key space differ (the benchmark's 16-byte keys share their first 8 bytes in every leaf,
-// their first 14 in most).
+// their first 13 or 14 in a full leaf).
 //
 // The leaf's invariant, kept by every change of entries[] (tree.cc) and checked by MeasureShape:
 // every key of the leaf starts with the same prefix_length bytes, and heads[i] == KeyHead(key i,
