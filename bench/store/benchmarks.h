@@ -11,8 +11,9 @@
 
 namespace revkv::bench::store {
 
-// ops: Range of one key, Put, a 90/10 mix, and a Txn (compare one key's mod_revision, put two keys) on a
-// Store without a log, at 1 and 2 threads; operations per second, medians over runs.
+// ops: Range of one key, a TxnBatch of 64 single-key Ranges (PipelineBatch's path), Put, a 90/10 mix,
+// and a Txn (compare one key's mod_revision, put two keys) on a Store without a log, at 1 and 2 threads;
+// operations per second, medians over runs.
 absl::StatusOr<nlohmann::json> RunOps(const Config& config);
 void PrintOps(const nlohmann::json& result, std::FILE* out);
 

@@ -31,14 +31,19 @@ namespace {
 
 using nlohmann::json;
 
-enum class OpsCase { kGet, kPut, kMix, kTxn };
-constexpr OpsCase kCases[] = {OpsCase::kGet, OpsCase::kPut, OpsCase::kMix, OpsCase::kTxn};
+enum class OpsCase { kGet, kGetBatch, kPut, kMix, kTxn };
+constexpr OpsCase kCases[] = {OpsCase::kGet, OpsCase::kGetBatch, OpsCase::kPut, OpsCase::kMix, OpsCase::kTxn};
+// The gets of one kGetBatch operation: PipelineBatch's shape (docs/benchmarks.md 4.4); the case counts
+// gets, not batches.
+constexpr int kGetBatchSize = 64;
 constexpr int kThreadCounts[] = {1, 2};
 
 const char* CaseName(OpsCase c) {
   switch (c) {
     case OpsCase::kGet:
       return "get";
+    case OpsCase::kGetBatch:
+      return "get x64";
     case OpsCase::kPut:
       return "put";
     case OpsCase::kMix:
@@ -53,6 +58,8 @@ const char* CaseDescription(OpsCase c) {
   switch (c) {
     case OpsCase::kGet:
       return "Range of one key";
+    case OpsCase::kGetBatch:
+      return "TxnBatch of 64 Txns, each a Range of one key (PipelineBatch's path); counts gets";
     case OpsCase::kPut:
       return "Put of one key";
     case OpsCase::kMix:
@@ -89,12 +96,16 @@ class OpsWorker {
       p->set_key(key);
       p->set_value(value);
     }
+    for (int i = 0; i < kGetBatchSize; ++i)
+      get_batch_.Add()->add_success()->mutable_request_range()->set_key(key);
   }
 
   void Run() {
     switch (case_) {
       case OpsCase::kGet:
         return Get();
+      case OpsCase::kGetBatch:
+        return GetBatch();
       case OpsCase::kPut:
         return Put();
       case OpsCase::kMix:
@@ -110,6 +121,22 @@ class OpsWorker {
     absl::StatusOr<etcdserverpb::RangeResponse> r = store_.Range(range_);
     if (!r.ok()) Die("Range failed: " + r.status().ToString());
     if (r->kvs_size() != 1) Die("Range did not find preloaded key " + range_.key());
+  }
+
+  void GetBatch() {
+    for (etcdserverpb::TxnRequest& t : get_batch_) {
+      FormatKey(rng_.Below(keys_), t.mutable_success(0)->mutable_request_range()->mutable_key()->data());
+    }
+    uint64_t wait_lsn = 0;
+    store_.TxnBatch(get_batch_, nullptr, &results_, &wait_lsn);
+    for (size_t i = 0; i < results_.size(); ++i) {
+      if (!results_[i].ok()) Die("TxnBatch failed: " + results_[i].status().ToString());
+      const etcdserverpb::TxnResponse& r = results_[i]->response;
+      if (r.responses_size() != 1 || r.responses(0).response_range().kvs_size() != 1) {
+        Die("TxnBatch did not find preloaded key " +
+            get_batch_.Get(static_cast<int>(i)).success(0).request_range().key());
+      }
+    }
   }
 
   void Put() {
@@ -138,6 +165,8 @@ class OpsWorker {
   etcdserverpb::RangeRequest range_;
   etcdserverpb::PutRequest put_;
   etcdserverpb::TxnRequest txn_;
+  google::protobuf::RepeatedPtrField<etcdserverpb::TxnRequest> get_batch_;
+  std::vector<absl::StatusOr<server::WriteResult<etcdserverpb::TxnResponse>>> results_;
 };
 
 absl::StatusOr<json> OpsChild(const Config& config) {
@@ -167,12 +196,13 @@ absl::StatusOr<json> OpsChild(const Config& config) {
           return [worker] { worker->Run(); };
         });
         const runtime::stm::StmStatistics after = runtime::stm::GetStmStatistics();
+        const uint64_t operations = r.operations * (c == OpsCase::kGetBatch ? kGetBatchSize : 1);
         raw.push_back({{"case", CaseName(c)},
                        {"threads", threads},
                        {"run", run},
-                       {"operations", r.operations},
+                       {"operations", operations},
                        {"seconds", r.seconds},
-                       {"ops_per_s", static_cast<double>(r.operations) / r.seconds},
+                       {"ops_per_s", static_cast<double>(operations) / r.seconds},
                        {"stm_retries", after.retries - before.retries}});
       }
     }

@@ -5,11 +5,14 @@
 // allocation sees them all.
 #include "server/store/tree.h"
 
+#include <algorithm>
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
 #include <string>
 
+#include "absl/strings/escaping.h"
+#include "absl/strings/str_cat.h"
 #include "runtime/port/diagnostics.h"
 
 namespace revkv::server::store {
@@ -221,6 +224,41 @@ char* InlineValue(Entry* e, const Placement& p) {
   return e->mutable_tail() + (p.lease_slot ? sizeof(int64_t) : 0) + (p.key_inline ? e->key_length : 0);
 }
 
+// The length of the longest common prefix of `a` and `b`.
+size_t SharedLength(std::string_view a, std::string_view b) {
+  const size_t n = std::min(a.size(), b.size());
+  size_t i = 0;
+  while (i < n && a[i] == b[i]) ++i;
+  return i;
+}
+
+// Makes the shared prefix of `w` (a leaf written by this transaction) its keys' longest common one (the
+// first key's and the last key's, as they are in order), and every head that of its key after it.
+// Reads every key of the leaf; allocates nothing.
+void RebuildHeads(const WritePtr<Leaf>& w) {
+  const uint32_t n = w->count;
+  if (n == 0) {
+    w->prefix_length = 0;
+    return;
+  }
+  const size_t shared =
+      std::min(SharedLength(LeafKey(w->entries[0]), LeafKey(w->entries[n - 1])), kMaxPrefixLength);
+  w->prefix_length = static_cast<uint16_t>(shared);
+  for (uint32_t i = 0; i < n; ++i) w->heads[i] = KeyHead(LeafKey(w->entries[i]), shared);
+}
+
+// Keeps the heads of `w` after `key`'s entry was inserted at `pos` (the heads after it moved up with
+// their entries): the new key's head if it has the leaf's shared prefix, else a new prefix and heads.
+void HeadsAfterInsert(const WritePtr<Leaf>& w, uint32_t pos, std::string_view key) {
+  if (w->count == 1) return RebuildHeads(w);
+  const std::string_view other = LeafKey(w->entries[pos == 0 ? 1 : 0]);  // has the shared prefix
+  if (SharedLength(key, other) >= w->prefix_length) {
+    w->heads[pos] = KeyHead(key, w->prefix_length);
+    return;
+  }
+  RebuildHeads(w);
+}
+
 // Inserts `entry` for `key` (absent from the tree), splitting nodes as needed.
 void Insert(Tx& tx, const Ref<StoreRoot>& root, std::string_view key, const Ref<Entry>& entry) {
   Path path;
@@ -228,9 +266,13 @@ void Insert(Tx& tx, const Ref<StoreRoot>& root, std::string_view key, const Ref<
   const uint32_t pos = LowerBound(tx, leaf.get(), key);
   if (leaf->count < kFanout) {
     WritePtr<Leaf> w = tx.Write(leaf);
-    for (uint32_t j = w->count; j > pos; --j) Copy(w, w->entries[j], w->entries[j - 1]);
+    for (uint32_t j = w->count; j > pos; --j) {
+      Copy(w, w->entries[j], w->entries[j - 1]);
+      w->heads[j] = w->heads[j - 1];
+    }
     w.Set(w->entries[pos], entry);
     ++w->count;
+    HeadsAfterInsert(w, pos, key);
     return;
   }
   // Split kFanout + 1 items: the left keeps [0, m), the right gets [m, kFanout]. Half and half, except
@@ -259,10 +301,13 @@ void Insert(Tx& tx, const Ref<StoreRoot>& root, std::string_view key, const Ref<
   }
   for (uint32_t j = m; j < kFanout; ++j) w->entries[j].Store(nullptr);
   w->count = m;
+  // Each half gets its own shared prefix (often longer than the whole leaf's) and heads.
+  RebuildHeads(w);
+  RebuildHeads(right);
   InsertIntoParent(tx, root, path, path.depth - 1, separator, Ref<Node>(right));
 }
 
-// Puts `entry` in the place of `key`'s entry (present) in its leaf.
+// Puts `entry` in the place of `key`'s entry (present) in its leaf. The key, so its head, is the same.
 void Replace(Tx& tx, const Ref<StoreRoot>& root, std::string_view key, const Ref<Entry>& entry) {
   ReadPtr<Leaf> leaf = Descend(tx, root, key);
   const uint32_t pos = LowerBound(tx, leaf.get(), key);
@@ -358,13 +403,41 @@ void UpdateEntry(Tx& tx, const Ref<StoreRoot>& root, std::string_view key, const
   }
 }
 
+std::string LeafProblem(const Leaf* leaf) {
+  const uint32_t n = leaf->count;
+  if (n > static_cast<uint32_t>(kFanout)) return absl::StrCat("a leaf holds ", n, " keys");
+  if (n == 0) return "";
+  const size_t shared = leaf->prefix_length;
+  const std::string_view first = LeafKey(leaf->entries[0]);
+  std::string_view previous;
+  for (uint32_t i = 0; i < n; ++i) {
+    const std::string_view k = LeafKey(leaf->entries[i]);
+    const std::string where = absl::StrCat("key ", i, " of ", n, " (\"",
+                                           absl::CEscape(absl::string_view(k.data(), k.size())), "\")");
+    if (i > 0 && !(previous < k)) return absl::StrCat(where, " is not after the key before it");
+    if (k.size() < shared || first.size() < shared || k.substr(0, shared) != first.substr(0, shared)) {
+      return absl::StrCat(where, " does not start with the leaf's shared prefix of ", shared, " bytes");
+    }
+    if (leaf->heads[i] != KeyHead(k, shared)) {
+      return absl::StrCat(where, ": head ", leaf->heads[i], ", the key's is ", KeyHead(k, shared), " after ",
+                          shared, " bytes");
+    }
+    previous = k;
+  }
+  return "";
+}
+
 bool Erase(Tx& tx, const Ref<StoreRoot>& root, std::string_view key) {
   Path path;
   ReadPtr<Leaf> leaf = Descend(tx, root, key, &path);
   const uint32_t pos = LowerBound(tx, leaf.get(), key);
   if (pos >= leaf->count || LeafKey(leaf->entries[pos]) != key) return false;
   WritePtr<Leaf> w = tx.Write(leaf);
-  for (uint32_t j = pos; j + 1 < w->count; ++j) Copy(w, w->entries[j], w->entries[j + 1]);
+  // The remaining keys still share the leaf's prefix: their heads move down with their entries.
+  for (uint32_t j = pos; j + 1 < w->count; ++j) {
+    Copy(w, w->entries[j], w->entries[j + 1]);
+    w->heads[j] = w->heads[j + 1];
+  }
   w->entries[w->count - 1].Store(nullptr);
   --w->count;
   if (w->count == 0 && !path.empty()) RemoveFromParent(tx, root, path, path.depth - 1);

@@ -145,10 +145,46 @@ inline std::string_view LeafKey(const Field<Entry>& slot) {
 
 struct Node : VersionedObject {
   uint32_t count;  // keys in a leaf; children in an inner node
-  uint32_t is_leaf;
+  uint16_t is_leaf;
+  uint16_t prefix_length;  // a leaf's (see Leaf); 0 in an inner node
 };
 
+// A leaf's search heads. The keys of a leaf read from their entries are 184 bytes apart (the entry of a
+// 16-byte key and a 100-byte value), so a binary search over them touches a cache line or two per probe.
+// Beside its entries a leaf keeps, for each, a head: the kHeadBytes bytes of the key after the leaf's
+// shared prefix, big-endian (zero bytes past the key's end), so that heads order like the keys. A search
+// compares heads and reads a key from an entry only to check the shared prefix and to settle equal
+// heads (LowerBound): one entry where it read five or six. The shared prefix is what makes heads of the
+// keys of a real key space differ (the benchmark's 16-byte keys share their first 8 bytes in every leaf,
+// their first 13 or 14 in a full leaf).
+//
+// The leaf's invariant, kept by every change of entries[] (tree.cc) and checked by MeasureShape:
+// every key of the leaf starts with the same prefix_length bytes, and heads[i] == KeyHead(key i,
+// prefix_length) for i < count. The prefix may be shorter than the keys' longest common one (a deletion
+// leaves it as it was); it is recomputed, as that longest one, when an insertion breaks it and on a
+// split. An entry's key never changes, and a new entry object for a key (UpdateEntry) has the same key,
+// so replacing an entry, or another reader's fix-up of a slot, leaves the heads as they are.
+//
+// Two bytes, not eight: a leaf of the benchmark's shape holds 32 keys, and its heads cost 64 bytes,
+// 2 per key (the bytes per key stay below Redis's, entry_layout_test).
+using LeafHead = uint16_t;
+inline constexpr size_t kHeadBytes = sizeof(LeafHead);
+// The longest shared prefix a leaf records (a longer one is recorded as this many bytes: still a prefix
+// of every key).
+inline constexpr size_t kMaxPrefixLength = UINT16_MAX;
+
+// The head of `key` after its first `offset` bytes.
+inline LeafHead KeyHead(std::string_view key, size_t offset) {
+  uint32_t h = 0;
+  for (size_t i = 0; i < kHeadBytes; ++i) {
+    h <<= 8;
+    if (offset + i < key.size()) h |= static_cast<uint8_t>(key[offset + i]);
+  }
+  return static_cast<LeafHead>(h);
+}
+
 struct Leaf : Node {
+  LeafHead heads[kFanout];        // heads[i]: the head of entries[i]'s key (see LeafHead)
   Field<Entry> entries[kFanout];  // in key order; the keys are the entries' (LeafKey)
   static TypeDescriptor Describe();
 };
@@ -213,11 +249,32 @@ uint32_t ChildIndex(TxT& tx, const Inner* inner, std::string_view key) {
   return lo;
 }
 
-// Position of the first key >= `key` in `leaf`.
+// Position of the first key >= `key` in `leaf`. The heads (see LeafHead) bound it to the range of
+// keys whose head is the search key's; one key read from an entry says whether the search key has the
+// leaf's shared prefix (if not, it is before or after every key of the leaf), and the keys of that range
+// settle the rest: usually one key, the one a lookup then compares anyway.
 template <class TxT>
 uint32_t LowerBound(TxT& /*tx*/, const Leaf* leaf, std::string_view key) {
+  const uint32_t n = leaf->count;
+  if (n == 0) return 0;
+  const size_t shared = leaf->prefix_length;
+  const LeafHead h = KeyHead(key, shared);
+  // Heads ascend (keys with the same prefix order as their heads do, ties aside): count those below h
+  // and those at most h, without branches over the whole (small) array.
   uint32_t lo = 0;
-  uint32_t hi = leaf->count;
+  uint32_t hi = 0;
+  for (uint32_t i = 0; i < static_cast<uint32_t>(kFanout); ++i) {
+    const uint32_t live = i < n ? 1 : 0;
+    lo += live & (leaf->heads[i] < h ? 1u : 0u);
+    hi += live & (leaf->heads[i] <= h ? 1u : 0u);
+  }
+  if (shared > 0) {
+    const std::string_view prefix = LeafKey(leaf->entries[lo < n ? lo : n - 1]).substr(0, shared);
+    const int c = key.substr(0, shared).compare(prefix);
+    if (c < 0) return 0;  // before the prefix (or a proper prefix of it): before every key
+    if (c > 0) return n;
+  }
+  // Keys before lo have smaller heads, so are smaller; keys from hi on are larger.
   while (lo < hi) {
     const uint32_t mid = (lo + hi) / 2;
     if (CompareKeys(LeafKey(leaf->entries[mid]), key) < 0) {
@@ -309,9 +366,16 @@ struct TreeShape {
   uint64_t inner_nodes = 0;
   uint64_t keys = 0;
   int depth = 0;
+  // Leaves whose keys are out of order or whose shared prefix or heads disagree with their keys (see
+  // LeafHead); the first such problem, described.
+  uint64_t bad_leaves = 0;
+  std::string first_problem;
   // Keys per leaf slot: 1.0 when every leaf is full.
   double LeafFill() const { return leaves == 0 ? 0 : static_cast<double>(keys) / (leaves * kFanout); }
 };
+
+// What breaks the leaf's invariant (see LeafHead), or its keys' order; empty if nothing.
+std::string LeafProblem(const Leaf* leaf);
 
 template <class TxT>
 void AddShape(TxT& tx, const ReadPtr<Node>& node, int depth, TreeShape* shape) {
@@ -319,6 +383,9 @@ void AddShape(TxT& tx, const ReadPtr<Node>& node, int depth, TreeShape* shape) {
   if (node->is_leaf) {
     ++shape->leaves;
     shape->keys += node->count;
+    if (std::string problem = LeafProblem(node.template StaticCast<Leaf>().get()); !problem.empty()) {
+      if (shape->bad_leaves++ == 0) shape->first_problem = std::move(problem);
+    }
     return;
   }
   ++shape->inner_nodes;
@@ -327,7 +394,7 @@ void AddShape(TxT& tx, const ReadPtr<Node>& node, int depth, TreeShape* shape) {
     AddShape(tx, tx.Read(Ref<Node>(inner->children[i])), depth + 1, shape);
 }
 
-// Walks every node (no poll: for inspection and tests, not for a hot path).
+// Walks every node and checks every leaf (no poll: for inspection and tests, not for a hot path).
 template <class TxT>
 TreeShape MeasureShape(TxT& tx, const Ref<StoreRoot>& root) {
   TreeShape shape;
