@@ -14,10 +14,13 @@
 //   - fewer than 16 bytes where a record header should be (a write cut short);
 //   - a record whose announced length runs past the end of the file, unless some prefix of the bytes
 //     present makes a complete valid record (then the length field is damaged), its header names another
-//     revision than the expected one without an unwritten sector holding part of it (a whole aligned
-//     sector of zeros, or a zero tail to the end of the file: a crash does not rewrite header bytes), or a
-//     valid record of a later revision starts anywhere after it (then the records after it are real and the
-//     length is damaged);
+//     revision than the expected one or a length above kMaxPayloadBytes (which no writer writes) without an
+//     unwritten sector holding part of it (a whole aligned sector of zeros, or a zero tail to the end of
+//     the file: a crash does not rewrite header bytes), or a valid record of a later revision starts
+//     anywhere after it (then the records after it are real and the length is damaged). What remains
+//     ambiguous: a length damaged to another value a record can have, with the record's own payload and
+//     every record after it damaged too, reads exactly like a write cut short, and is cut (kept in
+//     "<segment>.broken");
 //   - a complete record that fails its CRC and has an aligned 512-byte sector (or the part of one it
 //     occupies) that is all zeros: a sector that never reached the disk (the file's size was written back
 //     before its data, or the space was preallocated). A power loss may keep later unsynced pages and lose
@@ -399,6 +402,17 @@ absl::StatusOr<SegmentScan> ScanSegment(FileSystem* fs, const std::vector<Segmen
                        absl::StrCat("damaged record header: it announces revision ", h->revision, " and ",
                                     h->payload_bytes, " payload bytes, past the end of the file"),
                        /*torn=*/false);
+      }
+      // Nor is a length no writer can have written (above kMaxPayloadBytes, which bounds every record a
+      // Wal appends) torn, unless a sector of the header was never written: the header is as written, and
+      // this one was not. Such a record is damage even when nothing intact follows it.
+      if (h->payload_bytes > wal_format::kMaxPayloadBytes &&
+          !HasUnwrittenSector(*rest, offset, kRecordHeaderBytes)) {
+        return damaged(
+            offset,
+            absl::StrCat("damaged record header: it announces ", h->payload_bytes,
+                         " payload bytes, more than a record can hold (", wal_format::kMaxPayloadBytes, ")"),
+            /*torn=*/false);
       }
       // The record may be whole with a damaged length: some prefix of what follows passes the CRC.
       if (std::optional<uint64_t> length = CompletingLength(*expected, h->crc, present_bytes)) {

@@ -299,6 +299,30 @@ TEST(WalRecovery, DamagedLengthRunningPastTheEndIsNotATornTailWhenOnlyDamagedRec
   EXPECT_EQ(testing::SnapshotDir(dir.path()), damaged);
 }
 
+TEST(WalRecovery, ALengthNoRecordCanHaveIsNotATornTailEvenWhenNothingAfterItIsIntact) {
+  // The second-to-last record's length field says more than any record can hold (above
+  // kMaxPayloadBytes), its payload is damaged too (so no prefix of what follows completes it) and so is
+  // the last record: nothing intact follows. A crash leaves header bytes as written or zero, and no
+  // writer wrote that length: it is damage, and both records were synced. (Cut as a torn tail, they
+  // were lost silently: EngineBitRot found it with REVKV_TEST_SEED=4015310976.)
+  ScratchDir dir;
+  const WalOptions options{.dir = dir.path()};
+  WriteLog(options, 1, 20);
+  const std::string segment = SegmentFiles(dir.path()).back();
+  std::string contents = testing::ReadWholeFile(segment);
+  const std::vector<testing::RecordSpan> records = testing::ParseSegment(contents);
+  const testing::RecordSpan bad = records[records.size() - 2];
+  contents[bad.offset + 3] = 0x66;               // length + 1.6 GiB: more than kMaxPayloadBytes
+  contents[bad.offset + 26] ^= 0x5a;             // its payload
+  contents[records.back().offset + 40] ^= 0x10;  // and the last record's payload
+  testing::WriteWholeFile(segment, contents);
+  const std::map<std::string, std::string> damaged = testing::SnapshotDir(dir.path());
+  const absl::Status status = OpenFails(options);
+  EXPECT_EQ(status.code(), absl::StatusCode::kDataLoss) << status;
+  EXPECT_TRUE(testing::MessageHas(status, absl::StrCat("offset ", bad.offset))) << status;
+  EXPECT_EQ(testing::SnapshotDir(dir.path()), damaged);
+}
+
 TEST(WalRecovery, RecordHeaderNamingAnotherRevisionPastTheEndIsNotATornTail) {
   // A crash leaves a header's bytes as written or zero; one naming another revision, with a length past
   // the end, is damage even in the last record.
