@@ -394,6 +394,10 @@ CommandResult RunCommand(const std::vector<std::string>& argv, const std::string
     result.err = std::string("memfd_create: ") + std::strerror(errno);
     return result;
   }
+  // Appending: the command and every process it starts share these file descriptions, and a memfd's
+  // offset is not locked across them, so two writes at once could land at one offset, the later
+  // overwriting the earlier. With O_APPEND each write goes to the end, under the file's lock.
+  for (const int fd : {out, err}) fcntl(fd, F_SETFL, fcntl(fd, F_GETFL) | O_APPEND);
   (void)!write(in, stdin_text.data(), stdin_text.size());
   lseek(in, 0, SEEK_SET);
   const int fds[3] = {in, out, err};
