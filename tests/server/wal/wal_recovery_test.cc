@@ -116,6 +116,16 @@ absl::Status OpenFails(const WalOptions& options, int64_t after_revision = 0) {
   return wal.ok() ? absl::OkStatus() : wal.status();
 }
 
+// Expects recovery to refuse the damaged log in `dir` as damage at byte `offset` of a segment, and to leave
+// every file of it as it was.
+void ExpectRefusedAsDamageAt(const WalOptions& options, const std::string& dir, uint64_t offset) {
+  const std::map<std::string, std::string> damaged = testing::SnapshotDir(dir);
+  const absl::Status status = OpenFails(options);
+  EXPECT_EQ(status.code(), absl::StatusCode::kDataLoss) << status;
+  EXPECT_TRUE(testing::MessageHas(status, absl::StrCat("offset ", offset))) << status;
+  EXPECT_EQ(testing::SnapshotDir(dir), damaged) << "recovery changed the damaged log";
+}
+
 // Flips one payload byte of the record `index` of `segment` (a complete record, so only its CRC fails);
 // returns that record.
 testing::RecordSpan FlipPayloadByte(const std::string& segment, size_t index) {
@@ -271,11 +281,7 @@ TEST(WalRecovery, DamagedLengthRunningPastTheEndIsNotATornTailWhenRecordsFollow)
   const testing::RecordSpan bad = testing::ParseSegment(contents)[4];
   contents[bad.offset + 3] = 0x01;  // length + 16 MiB: past the end of the file
   testing::WriteWholeFile(segment, contents);
-  const std::map<std::string, std::string> damaged = testing::SnapshotDir(dir.path());
-  const absl::Status status = OpenFails(options);
-  EXPECT_EQ(status.code(), absl::StatusCode::kDataLoss) << status;
-  EXPECT_TRUE(testing::MessageHas(status, absl::StrCat("offset ", bad.offset))) << status;
-  EXPECT_EQ(testing::SnapshotDir(dir.path()), damaged);
+  ExpectRefusedAsDamageAt(options, dir.path(), bad.offset);
 }
 
 TEST(WalRecovery, DamagedLengthRunningPastTheEndIsNotATornTailWhenOnlyDamagedRecordsFollow) {
@@ -292,11 +298,7 @@ TEST(WalRecovery, DamagedLengthRunningPastTheEndIsNotATornTailWhenOnlyDamagedRec
   contents[bad.offset + 3] = 0x26;               // length + 608 MiB: past the end of the file
   contents[records.back().offset + 40] ^= 0x10;  // and the last record's payload
   testing::WriteWholeFile(segment, contents);
-  const std::map<std::string, std::string> damaged = testing::SnapshotDir(dir.path());
-  const absl::Status status = OpenFails(options);
-  EXPECT_EQ(status.code(), absl::StatusCode::kDataLoss) << status;
-  EXPECT_TRUE(testing::MessageHas(status, absl::StrCat("offset ", bad.offset))) << status;
-  EXPECT_EQ(testing::SnapshotDir(dir.path()), damaged);
+  ExpectRefusedAsDamageAt(options, dir.path(), bad.offset);
 }
 
 TEST(WalRecovery, ALengthNoRecordCanHaveIsNotATornTailEvenWhenNothingAfterItIsIntact) {
@@ -316,11 +318,7 @@ TEST(WalRecovery, ALengthNoRecordCanHaveIsNotATornTailEvenWhenNothingAfterItIsIn
   contents[bad.offset + 26] ^= 0x5a;             // its payload
   contents[records.back().offset + 40] ^= 0x10;  // and the last record's payload
   testing::WriteWholeFile(segment, contents);
-  const std::map<std::string, std::string> damaged = testing::SnapshotDir(dir.path());
-  const absl::Status status = OpenFails(options);
-  EXPECT_EQ(status.code(), absl::StatusCode::kDataLoss) << status;
-  EXPECT_TRUE(testing::MessageHas(status, absl::StrCat("offset ", bad.offset))) << status;
-  EXPECT_EQ(testing::SnapshotDir(dir.path()), damaged);
+  ExpectRefusedAsDamageAt(options, dir.path(), bad.offset);
 }
 
 TEST(WalRecovery, RecordHeaderNamingAnotherRevisionPastTheEndIsNotATornTail) {
@@ -335,11 +333,7 @@ TEST(WalRecovery, RecordHeaderNamingAnotherRevisionPastTheEndIsNotATornTail) {
   contents[last.offset + 2] = 0x40;   // length past the end
   contents[last.offset + 9] ^= 0x01;  // and the revision
   testing::WriteWholeFile(segment, contents);
-  const std::map<std::string, std::string> damaged = testing::SnapshotDir(dir.path());
-  const absl::Status status = OpenFails(options);
-  EXPECT_EQ(status.code(), absl::StatusCode::kDataLoss) << status;
-  EXPECT_TRUE(testing::MessageHas(status, absl::StrCat("offset ", last.offset))) << status;
-  EXPECT_EQ(testing::SnapshotDir(dir.path()), damaged);
+  ExpectRefusedAsDamageAt(options, dir.path(), last.offset);
 }
 
 TEST(WalRecovery, DamagedSegmentHeaderStopsRecovery) {
