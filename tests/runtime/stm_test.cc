@@ -9,6 +9,7 @@
 #include <algorithm>
 #include <atomic>
 #include <chrono>
+#include <functional>
 #include <map>
 #include <mutex>
 #include <stdexcept>
@@ -684,6 +685,40 @@ struct Holders : Object {
 // "Parallel tracing": every walk ends at the same revision, carried skip hints are CASed in). Each
 // holder must then lead the live snapshot to its revision and a new one to the head, and the verifier
 // checks every link and hint after each collection.
+// A snapshot transaction held open on a thread of its own: it starts in the constructor (which returns
+// once it has), waits in a safe region, and runs `read` when Release() is called, which returns what
+// `read` returned.
+class ParkedSnapshot {
+ public:
+  explicit ParkedSnapshot(std::function<size_t(SnapshotTx&)> read) {
+    thread_ = std::thread([this, read = std::move(read)] {
+      ThreadRegistration r("snapshot");
+      ASSERT_TRUE(stm::ReadOnly([&](SnapshotTx& tx) {
+                    phase_.store(1);
+                    {
+                      SafeRegion wait;
+                      while (phase_.load() != 2) std::this_thread::sleep_for(1ms);
+                    }
+                    result_.store(read(tx));
+                  }).ok());
+    });
+    while (phase_.load() != 1) std::this_thread::yield();
+  }
+  ~ParkedSnapshot() {
+    if (thread_.joinable()) Release();
+  }
+  size_t Release() {
+    phase_.store(2);
+    Join(thread_);
+    return result_.load();
+  }
+
+ private:
+  std::atomic<int> phase_{0};
+  std::atomic<size_t> result_{0};
+  std::thread thread_;
+};
+
 TEST_F(StmTest, ChainsCollapsedByTwoCollectorThreadsAtOnceStayConsistent) {
   constexpr size_t kAccounts = 4;
   const size_t holders = Scaled(8192);
@@ -717,20 +752,7 @@ TEST_F(StmTest, ChainsCollapsedByTwoCollectorThreadsAtOnceStayConsistent) {
     return n;
   };
   for (int64_t v = 1; v <= 100; ++v) write_all(v);
-  std::atomic<int> phase{0};
-  std::atomic<size_t> old_readers{0};
-  std::thread reader([&] {
-    ThreadRegistration r("snapshot");
-    ASSERT_TRUE(stm::ReadOnly([&](SnapshotTx& tx) {
-                  phase.store(1);
-                  {
-                    SafeRegion wait;
-                    while (phase.load() != 2) std::this_thread::sleep_for(1ms);
-                  }
-                  old_readers.store(count_reading(tx, 100));
-                }).ok());
-  });
-  while (phase.load() != 1) std::this_thread::yield();
+  ParkedSnapshot reader([&](SnapshotTx& tx) { return count_reading(tx, 100); });
   for (int64_t v = 101; v <= 200; ++v) write_all(v);
   SetCollectorThreads(2);
   for (int i = 0; i < 3; ++i) {
@@ -738,9 +760,7 @@ TEST_F(StmTest, ChainsCollapsedByTwoCollectorThreadsAtOnceStayConsistent) {
     EXPECT_EQ(LastRecord().collector_threads, 2u);
   }
   EXPECT_GT(LastRecord().chains_collapsed + GetGcStatistics().chains_collapsed, 0u);
-  phase.store(2);
-  Join(reader);
-  EXPECT_EQ(old_readers.load(), holders) << "a live snapshot lost the revision it reads through a holder";
+  EXPECT_EQ(reader.Release(), holders) << "a live snapshot lost the revision it reads through a holder";
   for (int i = 0; i < 2; ++i) CollectMajor(i == 0 ? MajorMode::kCompactEverything : MajorMode::kSelective);
   SetCollectorThreads(0);
   absl::StatusOr<size_t> now = stm::ReadOnly([&](SnapshotTx& tx) { return count_reading(tx, 200); });
@@ -821,25 +841,14 @@ TEST_F(StmTest, ACollectorThreadThatLosesTheClaimOfARevisionUsesTheWinnersComple
     };
     for (int64_t v = 1; v <= kBefore; ++v) write_via(static_cast<size_t>(v), v);
     const uint64_t target_time = stm::ThisThreadLastCommitTime();
-    std::atomic<int> phase{0};
-    std::atomic<size_t> old_readers{0};
-    std::thread reader([&] {
-      ThreadRegistration r("snapshot");
-      ASSERT_TRUE(stm::ReadOnly([&](SnapshotTx& tx) {
-                    phase.store(1);
-                    {
-                      SafeRegion wait;
-                      while (phase.load() != 2) std::this_thread::sleep_for(1ms);
-                    }
-                    auto hs = tx.Read(all());
-                    size_t n = 0;
-                    for (size_t i = kBefore + 1; i < holders; ++i) {
-                      n += tx.Read(tx.Read(Ref<Holder>(hs->at(i))), &Holder::account)->balance == kBefore;
-                    }
-                    old_readers.store(n);
-                  }).ok());
+    ParkedSnapshot reader([&](SnapshotTx& tx) {
+      auto hs = tx.Read(all());
+      size_t n = 0;
+      for (size_t i = kBefore + 1; i < holders; ++i) {
+        n += tx.Read(tx.Read(Ref<Holder>(hs->at(i))), &Holder::account)->balance == kBefore;
+      }
+      return n;
     });
-    while (phase.load() != 1) std::this_thread::yield();
     for (int64_t v = kBefore + 1; v <= 2 * kBefore; ++v) write_via(static_cast<size_t>(v), v);
     // The untouched holders name the first revision, whose hint is past the snapshot: the collection
     // collapses each of them to the revision of the snapshot's time and carries that hint along.
@@ -847,8 +856,7 @@ TEST_F(StmTest, ACollectorThreadThatLosesTheClaimOfARevisionUsesTheWinnersComple
         static_cast<const Account*>(RawReference(RawReference(all().unsafe_raw()->at(holders - 1))->account));
     const Object* hint = first->h_newest.load();
     if (hint == nullptr || static_cast<const VersionedObject*>(hint)->h_commit_time.load() <= target_time) {
-      phase.store(2);
-      Join(reader);
+      reader.Release();
       FAIL() << "the first revision has no skip hint past the snapshot: nothing to carry";
     }
     CollectMinor();
@@ -863,9 +871,7 @@ TEST_F(StmTest, ACollectorThreadThatLosesTheClaimOfARevisionUsesTheWinnersComple
     SetCollectorThreads(0);
     EXPECT_GT(LastRecord().chains_collapsed, 0u);
     lost_claim = claim_race::g_helper_lost_claim.load();
-    phase.store(2);
-    Join(reader);
-    EXPECT_EQ(old_readers.load(), holders - kBefore - 1)
+    EXPECT_EQ(reader.Release(), holders - kBefore - 1)
         << "a live snapshot lost the revision it reads through a holder";
   }
   EXPECT_TRUE(lost_claim) << "in 5 collections the helper never lost the claim of the collapse target";
