@@ -179,7 +179,7 @@ struct CollectionRecord {
   uint64_t pinned_chunks;
   uint64_t pinned_bytes;
   uint64_t revisions_freed;   // major: old revisions that did not survive
-  uint64_t chains_collapsed;  // major: references redirected to a newer revision
+  uint64_t chains_collapsed;  // major: references redirected to a newer revision (one per reference)
   uint64_t chunks_evacuated;  // major: old chunks chosen for evacuation (bytes_copied is what left them)
   uint64_t bytes_marked;      // major: bytes of old objects found live and kept where they are
   uint64_t objects_marked;    // major: old objects found live and kept where they are

@@ -646,8 +646,8 @@ class MajorCollector final : public Relocator {
         *passed_hint = h;
       }
       cur = next;
-      if (cur != o) ++w.chains_collapsed;
     }
+    if (cur != o) ++w.chains_collapsed;  // one reference redirected, however many revisions it skips
     return cur;
   }
 

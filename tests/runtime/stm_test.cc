@@ -719,6 +719,55 @@ class ParkedSnapshot {
   std::thread thread_;
 };
 
+// CollectionRecord::chains_collapsed counts the references a major collection redirects to a newer
+// revision: one per reference, however many revisions it skips. The same holders of an account's first
+// revision give the same figure over a chain of 8 revisions and of 32.
+TEST_F(StmTest, ChainsCollapsedCountsEachRedirectedReferenceOnceWhateverTheChainsLength) {
+  constexpr size_t kHolders = 64;
+  auto collapsed_over = [&](int64_t writes) -> uint64_t {
+    MakeAccounts(1, 0);
+    GlobalRoot holders_root;
+    EXPECT_TRUE(stm::Atomically([&](Tx& tx) {
+                  auto hs = tx.NewWithTail<Holders>(kHolders * sizeof(void*));
+                  hs->size = kHolders;
+                  auto tbl = tx.Read(table());
+                  for (size_t i = 0; i < kHolders; ++i) {
+                    auto h = tx.New<Holder>();
+                    h.Set(&Holder::account, Ref<Account>(tbl->at(0)));
+                    hs.Set(hs->at(i), Ref<Holder>(h));
+                  }
+                  tx.PublishAtCommit(holders_root, Ref<Holders>(hs));
+                }).ok());
+    {
+      // A snapshot live during the writes keeps their revisions on the chain uncompressed; it is gone
+      // before the collection, which may then collapse every reference to the newest.
+      ParkedSnapshot keep([](SnapshotTx&) { return size_t{0}; });
+      for (int64_t v = 1; v <= writes; ++v) {
+        EXPECT_TRUE(stm::Atomically([&](Tx& tx) {
+                      tx.Write(Ref<Account>(tx.Read(table())->at(0)))->balance = v;
+                    }).ok());
+      }
+    }
+    CollectMajor(MajorMode::kCompactEverything);
+    const uint64_t collapsed = LastRecord().chains_collapsed;
+    absl::StatusOr<size_t> reading = stm::ReadOnly([&](SnapshotTx& tx) {
+      auto hs = tx.Read(Ref<Holders>::FromRaw(static_cast<Holders*>(holders_root.Load())));
+      size_t n = 0;
+      for (size_t i = 0; i < kHolders; ++i) {
+        n += tx.Read(tx.Read(Ref<Holder>(hs->at(i))), &Holder::account)->balance == writes;
+      }
+      return n;
+    });
+    EXPECT_TRUE(reading.ok());
+    EXPECT_EQ(reading.value_or(0), kHolders) << "a holder does not lead to the newest revision";
+    return collapsed;
+  };
+  const uint64_t short_chain = collapsed_over(8);
+  const uint64_t long_chain = collapsed_over(32);
+  EXPECT_GE(short_chain, kHolders) << "every holder's reference is redirected";
+  EXPECT_EQ(long_chain, short_chain) << "counted per revision skipped, not per reference redirected";
+}
+
 TEST_F(StmTest, ChainsCollapsedByTwoCollectorThreadsAtOnceStayConsistent) {
   constexpr size_t kAccounts = 4;
   const size_t holders = Scaled(8192);
