@@ -34,16 +34,36 @@ void HeldAnswers::Hold(WalLsn lsn, DurableCallback answer) {
     held_.insert(at, Held{lsn, std::move(answer)});
   }
   // Acquire: pairs with the flusher's release store of the durable LSN (nothing else is read through it).
-  if (lsn <= wal_->durable_lsn() || wal_->failed()) {
-    RunDue();  // durable already (or never will be): no need to wait for the flusher
+  const bool due = lsn <= wal_->durable_lsn() || wal_->failed();
+  if (!due && armed_) return;  // the alarm will come for it: nothing to run or register now
+  // After Close the answer stays held and never runs, and nothing is registered (invariant 3); only a
+  // worker still draining its queue after the server stopped can get here then, in a request's handler.
+  // The flag is read under wake_mu_, but the answers below run outside it: an answer run at once is no
+  // different from the handler's own immediate Finish, which takes no lock either, and holding it would
+  // make a racing Wake (the flusher, for an older answer) wait for these sends.
+  {
+    std::lock_guard<std::mutex> lock(wake_mu_);
+    if (closed_) return;
   }
+  if (due) RunDue();  // durable already (or never will be): no need to wait for the flusher
   if (!held_.empty() && !armed_) Arm();
 }
 
 void HeldAnswers::Proceed(bool /*ok*/) {
   // The alarm fired (ok) or was canceled (!ok, only when this object goes: nothing is armed then).
   armed_ = false;
-  RunDue();
+  {
+    // Held across the sends, so Close either comes first (and nothing runs: the alarm was posted before
+    // Close and taken after it, when the queue may be shut down, invariant 3) or waits for them, and
+    // RpcServer::Shutdown shuts the queue down after Close: no Finish starts on a shut-down queue. It
+    // costs no wait on the flusher: with the alarm out of the queue nothing is registered with the log
+    // (invariant 2), so no Wake contends; only Close, once.
+    std::lock_guard<std::mutex> lock(wake_mu_);
+    if (closed_) return;  // not re-armed: the answers still held are destroyed without running
+    RunDue();
+  }
+  // Outside the lock: after the log's Close, OnDurable runs the callback (Wake) at once on this thread.
+  // A Close between the two finds the registration harmless: Wake then posts nothing.
   if (!held_.empty()) Arm();
 }
 

@@ -15,7 +15,10 @@
 //      failure once the log has failed before it: the same contract as a Wal::OnDurable callback.
 //   2. At most one callback is registered with the log and at most one alarm is outstanding, per worker:
 //      `armed_` is true from the registration until the alarm comes out of the queue.
-//   3. Once Close() has run, the flusher never posts the alarm again (the queue may be shut down).
+//   3. Once Close() has run, nothing is posted to the queue (it may be shut down): the flusher never
+//      posts the alarm again, and no held answer runs (each would finish its call on the queue), not even
+//      from an alarm posted before Close and taken after it, nor from a Hold; nothing is registered
+//      again. A Proceed already sending when Close comes finishes its sends before Close returns.
 //
 // Thread-safety: owner thread only (the worker that drives `cq`), except Close (any thread, once the
 // worker no longer runs) and the callback it registers with the log (the flusher).
@@ -57,9 +60,10 @@ class HeldAnswers final : public CallTag, public std::enable_shared_from_this<He
   // The alarm came out of the queue (owner thread): sends what has become durable, re-registers.
   void Proceed(bool ok) override;
 
-  // The flusher will not post to the queue any more: call before the queue shuts down. Answers still
-  // held then are destroyed without running when this object goes (their calls are never finished: the
-  // server has stopped, as with the log's own callbacks at its destruction). Thread-safe.
+  // The flusher will not post to the queue any more, and no held answer runs any more: call before the
+  // queue shuts down (waits for a Proceed that is sending). Answers still held then, or held later, are
+  // destroyed without running when this object goes (their calls are never finished: the server has
+  // stopped, as with the log's own callbacks at its destruction). Thread-safe.
   void Close();
 
   // Owner thread: answers held and not yet sent.
@@ -83,7 +87,7 @@ class HeldAnswers final : public CallTag, public std::enable_shared_from_this<He
   HeldAnswerStats* const stats_;
   std::deque<Held> held_;  // owner thread only; ascending LSN
   bool armed_ = false;     // owner thread only: a callback or its alarm is outstanding (invariant 2)
-  std::mutex wake_mu_;     // serialises Wake's alarm Set with Close
+  std::mutex wake_mu_;     // serialises Wake's alarm Set, and Proceed's sends, with Close
   bool closed_ = false;    // guarded by wake_mu_
   grpc::Alarm alarm_;      // set by Wake (flusher) while armed_, delivered to the owner
 };

@@ -18,6 +18,10 @@
 // - A shutdown while the log syncs held writes: the flusher's callback for them comes after the workers'
 //   queues are shut down and must post nothing to them (fails, with gRPC's abort or a counted wake-up,
 //   if HeldAnswers::Wake ignores Close); the writes are durable all the same and come back on reopening.
+// - An alarm the flusher posted before Close, and taken from the queue after it, runs no held answer (it
+//   would finish a call on a queue that is shut down), and a Hold after Close runs none either: driven
+//   on a HeldAnswers of its own, with this thread as its worker. (Fails if HeldAnswers::Proceed, or
+//   Hold, ignores Close.)
 #include <grpcpp/grpcpp.h>
 #include <gtest/gtest.h>
 
@@ -34,10 +38,13 @@
 #include "server/config/config.h"
 #include "server/lease/lessor.h"
 #include "server/ops/metrics.h"
+#include "server/rpc/grpc_handoff.h"
 #include "server/rpc/grpc_listener.h"
+#include "server/rpc/held_answers.h"
 #include "server/rpc/rpc_server.h"
 #include "server/rpc/server_metrics.h"
 #include "server/wal/fault_injecting_file_system.h"
+#include "server/wal/wal.h"
 #include "tests/server/engine/engine_test_util.h"
 
 namespace revkv::server {
@@ -427,6 +434,79 @@ TEST(DurableReplies, AShutdownWhileHeldWritesSyncLeavesThemDurableAndTheLateLogC
     for (int i = 0; i < kPuts; ++i) {
       CHILD_CHECK(everything.count("key/" + std::to_string(i)) == 1, "key/%d is lost", i);
     }
+    return 0;
+  });
+}
+
+// The race RpcServer::Shutdown leaves open: the flusher's callback posts the alarm (Wake) just before
+// Close, so the worker takes it from its queue after Close, when the queue is shut down. The answer it
+// holds must not run then: a real one would finish its call on that queue (gRPC aborts the process).
+// Driven step by step on a HeldAnswers of its own, over a real log and a real server completion queue,
+// with this thread as the worker: the log's writes are paused while the answer is held, so that only
+// the flusher's callback can wake the worker, and the queue is not polled until after Close.
+TEST(DurableReplies, AnAlarmPostedBeforeCloseAndTakenAfterItRunsNoHeldAnswer) {
+  const std::string dir = TempDir("held-close");
+  ASSERT_CHILD_PASSES([&] {
+    FaultInjectingFileSystem disk(DefaultFileSystem());
+    WalOptions options;
+    options.dir = dir + "/wal";
+    options.file_system = &disk;
+    WalRecoveryReport report;
+    auto ignore_records = [](int64_t, std::string_view) { return absl::OkStatus(); };  // a new log
+    CHILD_READ(wal, Wal::Open(options, 0, ignore_records, &report));
+    grpc::ServerBuilder builder;  // no port and no service: only the queue is used
+    std::unique_ptr<grpc::ServerCompletionQueue> cq = builder.AddCompletionQueue();
+    std::unique_ptr<grpc::Server> server = builder.BuildAndStart();
+    CHILD_CHECK(server != nullptr, "the gRPC server did not start");
+    HeldAnswerStats stats;
+    auto held = std::make_shared<HeldAnswers>(wal.get(), cq.get(), &stats);
+
+    // A record the log cannot write yet, and an answer held for it.
+    disk.PauseWrites(options.dir);
+    const std::string payload = "held";
+    CHILD_READ(reservation, wal->Reserve(payload));
+    const WalLsn lsn = wal->Append(reservation, report.next_revision, payload);
+    wal->Notify();
+    bool ran = false;
+    held->Hold(lsn, [&ran](absl::Status) { ran = true; });
+    CHILD_CHECK(!ran && held->held() == 1, "the answer ran before its record was durable");
+
+    // The record becomes durable and the flusher's callback posts the alarm; the worker does not poll.
+    disk.ResumeWrites();
+    const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(30);
+    while (stats.wakeups.load() == 0 && std::chrono::steady_clock::now() < deadline) {
+      std::this_thread::sleep_for(std::chrono::milliseconds(1));
+    }
+    CHILD_CHECK(stats.wakeups.load() == 1, "the flusher did not post the alarm");
+    CHILD_CHECK(wal->durable_lsn() >= lsn, "the alarm came before the record was durable");
+
+    // RpcServer::Shutdown's order: the server, Close, the queue; then the worker drains the queue.
+    server->Shutdown(std::chrono::system_clock::now());
+    held->Close();
+    cq->Shutdown();
+    int alarms = 0, others = 0;
+    void* tag = nullptr;
+    bool ok = false;
+    while (cq->Next(&tag, &ok)) {  // as RpcServer::WorkerLoop does
+      (tag == held.get() ? alarms : others) += 1;
+      TakeBackFromGrpc(tag);
+      static_cast<CallTag*>(tag)->Proceed(ok);
+    }
+    CHILD_CHECK(alarms == 1 && others == 0, "%d alarms and %d other tags came out of the queue", alarms,
+                others);
+    CHILD_CHECK(!ran, "a held answer ran after Close");
+    CHILD_CHECK(held->held() == 1, "%zu answers held after Close", held->held());
+    CHILD_CHECK(stats.answers.load() == 0, "%llu answers counted as sent after Close",
+                static_cast<unsigned long long>(stats.answers.load()));
+
+    // A Hold after Close, for a record durable already, runs nothing either (neither answer).
+    bool late_ran = false;
+    held->Hold(lsn, [&late_ran](absl::Status) { late_ran = true; });
+    CHILD_CHECK(!late_ran && !ran, "a Hold after Close ran answers");
+    CHILD_CHECK(held->held() == 2, "%zu answers held", held->held());
+    held.reset();  // the held answers are destroyed without running
+    CHILD_CHECK(!ran && !late_ran, "an answer ran when its HeldAnswers went");
+    CHILD_CHECK(wal->Close().ok(), "the log did not close cleanly");
     return 0;
   });
 }
