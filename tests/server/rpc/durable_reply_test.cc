@@ -27,6 +27,7 @@
 
 #include <cerrno>
 #include <chrono>
+#include <filesystem>
 #include <memory>
 #include <set>
 #include <string>
@@ -509,6 +510,7 @@ TEST(DurableReplies, AnAlarmPostedBeforeCloseAndTakenAfterItRunsNoHeldAnswer) {
     CHILD_CHECK(wal->Close().ok(), "the log did not close cleanly");
     return 0;
   });
+  std::filesystem::remove_all(dir);  // its preallocated segment is 64 MiB
 }
 
 }  // namespace
