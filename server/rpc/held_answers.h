@@ -15,13 +15,17 @@
 //      failure once the log has failed before it: the same contract as a Wal::OnDurable callback.
 //   2. At most one callback is registered with the log and at most one alarm is outstanding, per worker:
 //      `armed_` is true from the registration until the alarm comes out of the queue.
-//   3. Once Close() has run, nothing is posted to the queue (it may be shut down): the flusher never
-//      posts the alarm again, and no held answer runs (each would finish its call on the queue), not even
-//      from an alarm posted before Close and taken after it, nor from a Hold; nothing is registered
-//      again. A Proceed already sending when Close comes finishes its sends before Close returns.
+//   3. Once Close() has run, the flusher never posts the alarm again (the queue may be shut down), and no
+//      answer held then runs (each would finish its call on the queue), not even from an alarm posted
+//      before Close and taken after it; a Hold that finds Close has run holds its answer and registers
+//      nothing. A Proceed already sending when Close comes finishes its sends before Close returns. (A
+//      Hold whose record is durable already sends at once, as a handler's own immediate Finish does; if
+//      Close and the queue's shutdown come between its check and that send, the send meets a shut-down
+//      queue, as that Finish would; RpcServer::Shutdown first waits, up to its grace period, for the
+//      requests in flight.)
 //
-// Thread-safety: owner thread only (the worker that drives `cq`), except Close (any thread, once the
-// worker no longer runs) and the callback it registers with the log (the flusher).
+// Thread-safety: owner thread only (the worker that drives `cq`), except Close (any thread; the worker
+// may still be draining its queue) and the callback it registers with the log (the flusher).
 #pragma once
 
 #include <grpcpp/alarm.h>
