@@ -762,10 +762,14 @@ TEST_F(StmTest, ChainsCollapsedCountsEachRedirectedReferenceOnceWhateverTheChain
     EXPECT_EQ(reading.value_or(0), kHolders) << "a holder does not lead to the newest revision";
     return collapsed;
   };
-  const uint64_t short_chain = collapsed_over(8);
-  const uint64_t long_chain = collapsed_over(32);
-  EXPECT_GE(short_chain, kHolders) << "every holder's reference is redirected";
-  EXPECT_EQ(long_chain, short_chain) << "counted per revision skipped, not per reference redirected";
+  // Besides the holders' references, the table's and the first revision's own link are redirected, and
+  // a stale word that keeps an old revision may add one: a few more than kHolders, never per revision.
+  for (const int64_t writes : {8, 32}) {
+    const uint64_t collapsed = collapsed_over(writes);
+    EXPECT_GE(collapsed, kHolders) << "not every holder's reference was redirected";
+    EXPECT_LE(collapsed, kHolders + 4)
+        << "over a chain of " << writes << " revisions: counted per revision skipped, not per reference";
+  }
 }
 
 TEST_F(StmTest, ChainsCollapsedByTwoCollectorThreadsAtOnceStayConsistent) {
