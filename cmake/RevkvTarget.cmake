@@ -21,8 +21,8 @@ if(CMAKE_BUILD_TYPE STREQUAL "Debug")
 endif()
 
 # Debug sections compressed with zlib, in the objects and the executables: they are most of a full -g
-# build's size (uncompressed, 1.1 GB of objects and 1.7 GB of executables; compressed, an object or a
-# test executable is about half or 0.45x that size), and gdb, perf and addr2line read them compressed. Not in the sanitizer builds: their -g1 is small, and the stacks of
+# build's size (a full tree: 1.1 GB of objects and 1.7 GB of executables uncompressed, 0.67 and 0.69 GB
+# compressed, 3.2 GB in all against 1.6), and gdb, perf and addr2line read them compressed. Not in the sanitizer builds: their -g1 is small, and the stacks of
 # their reports, which TSan's suppressions match, should not depend on the symbolizer's zlib support.
 option(REVKV_COMPRESS_DEBUG_INFO "Compress debug sections (-gz) outside the sanitizer builds" ON)
 if(REVKV_COMPRESS_DEBUG_INFO AND REVKV_SANITIZE STREQUAL "")
