@@ -679,6 +679,22 @@ struct Holders : Object {
   Field<Holder>& at(size_t i) { return reinterpret_cast<Field<Holder>*>(this + 1)[i]; }
 };
 
+// Publishes in `root` a table of `n` holders; holder i names account i % `accounts` of `table` as the
+// table names it (its first revision, until a collection collapses the reference).
+void PublishHolders(Ref<Table> table, GlobalRoot& root, size_t n, size_t accounts) {
+  ASSERT_TRUE(stm::Atomically([&](Tx& tx) {
+                auto hs = tx.NewWithTail<Holders>(n * sizeof(void*));
+                hs->size = n;
+                auto tbl = tx.Read(table);
+                for (size_t i = 0; i < n; ++i) {
+                  auto h = tx.New<Holder>();
+                  h.Set(&Holder::account, Ref<Account>(tbl->at(i % accounts)));
+                  hs.Set(hs->at(i), Ref<Holder>(h));
+                }
+                tx.PublishAtCommit(root, Ref<Holders>(hs));
+              }).ok());
+}
+
 // Thousands of holders name the first revisions of four accounts whose chains then grow to 200
 // revisions, with a snapshot live at the 100th: the major collections below, with two collector
 // threads, collapse the same four chains from many holders at once (docs/runtime-heap-gc.md 7.3,
@@ -727,17 +743,7 @@ TEST_F(StmTest, ChainsCollapsedCountsEachRedirectedReferenceOnceWhateverTheChain
   auto collapsed_over = [&](int64_t writes) -> uint64_t {
     MakeAccounts(1, 0);
     GlobalRoot holders_root;
-    EXPECT_TRUE(stm::Atomically([&](Tx& tx) {
-                  auto hs = tx.NewWithTail<Holders>(kHolders * sizeof(void*));
-                  hs->size = kHolders;
-                  auto tbl = tx.Read(table());
-                  for (size_t i = 0; i < kHolders; ++i) {
-                    auto h = tx.New<Holder>();
-                    h.Set(&Holder::account, Ref<Account>(tbl->at(0)));
-                    hs.Set(hs->at(i), Ref<Holder>(h));
-                  }
-                  tx.PublishAtCommit(holders_root, Ref<Holders>(hs));
-                }).ok());
+    PublishHolders(table(), holders_root, kHolders, 1);
     {
       // A snapshot live during the writes keeps their revisions on the chain uncompressed; it is gone
       // before the collection, which may then collapse every reference to the newest.
@@ -777,17 +783,7 @@ TEST_F(StmTest, ChainsCollapsedByTwoCollectorThreadsAtOnceStayConsistent) {
   const size_t holders = Scaled(8192);
   MakeAccounts(kAccounts, 0);
   GlobalRoot holders_root;
-  ASSERT_TRUE(stm::Atomically([&](Tx& tx) {
-                auto hs = tx.NewWithTail<Holders>(holders * sizeof(void*));
-                hs->size = holders;
-                auto tbl = tx.Read(table());
-                for (size_t i = 0; i < holders; ++i) {
-                  auto h = tx.New<Holder>();
-                  h.Set(&Holder::account, Ref<Account>(tbl->at(i % kAccounts)));
-                  hs.Set(hs->at(i), Ref<Holder>(h));
-                }
-                tx.PublishAtCommit(holders_root, Ref<Holders>(hs));
-              }).ok());
+  PublishHolders(table(), holders_root, holders, kAccounts);
   auto all = [&] { return Ref<Holders>::FromRaw(static_cast<Holders*>(holders_root.Load())); };
   auto write_all = [&](int64_t value) {
     ASSERT_TRUE(stm::Atomically([&](Tx& tx) {
@@ -872,17 +868,7 @@ TEST_F(StmTest, ACollectorThreadThatLosesTheClaimOfARevisionUsesTheWinnersComple
   for (int attempt = 0; attempt < 5 && !lost_claim; ++attempt) {
     MakeAccounts(1, 0);
     GlobalRoot holders_root;
-    ASSERT_TRUE(stm::Atomically([&](Tx& tx) {
-                  auto hs = tx.NewWithTail<Holders>(holders * sizeof(void*));
-                  hs->size = holders;
-                  auto tbl = tx.Read(table());
-                  for (size_t i = 0; i < holders; ++i) {
-                    auto h = tx.New<Holder>();
-                    h.Set(&Holder::account, Ref<Account>(tbl->at(0)));
-                    hs.Set(hs->at(i), Ref<Holder>(h));
-                  }
-                  tx.PublishAtCommit(holders_root, Ref<Holders>(hs));
-                }).ok());
+    PublishHolders(table(), holders_root, holders, 1);
     auto all = [&] { return Ref<Holders>::FromRaw(static_cast<Holders*>(holders_root.Load())); };
     // Each write walks from the account's first revision (through a holder not read before), so that
     // revision's link is compressed up to the horizon and its skip hint moves on past it.
