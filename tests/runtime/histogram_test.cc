@@ -39,7 +39,12 @@ TEST(Histogram, SmallValuesAreExact) {
 
 TEST(Histogram, LargeValuesStayWithinATenthOfAPercent) {
   std::mt19937_64 rng(7);
-  for (int i = 0; i < 10000; ++i) {
+#if defined(REVKV_SANITIZER)
+  constexpr int kValues = 1000;  // a sanitizer finds nothing more in the other 9,000 (41 s under TSan)
+#else
+  constexpr int kValues = 10000;
+#endif
+  for (int i = 0; i < kValues; ++i) {
     const uint64_t value = 2048 + rng() % (kMaxLatency - 2048);
     Histogram h = LatencyHistogram();
     h.Record(value);
