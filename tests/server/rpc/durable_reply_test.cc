@@ -340,6 +340,15 @@ TEST(DurableReplies, AnswersAreSentByTheirWorkerWithOneLogCallbackPerGroupNotOne
         put->set_key("batch/" + std::to_string(i));
         put->set_value("value");
       }
+      // A callback the concurrent Puts registered may still be waiting for the flusher's next pass (one
+      // registered just after a pass found every answer of its group sent already): the batch's count
+      // starts once the flusher has run them all, the count unchanged for 50 ms.
+      for (uint64_t last = ~uint64_t{0};;) {
+        const uint64_t now = engine->wal().stats().callbacks_run;
+        if (now == last) break;
+        last = now;
+        std::this_thread::sleep_for(std::chrono::milliseconds(50));
+      }
       callbacks_before = engine->wal().stats().callbacks_run;
       held_before = state.held_answers.answers.load();
       CHILD_CHECK(stream->Write(batch) && stream->Read(&answer), "the batch failed");
