@@ -57,6 +57,15 @@ endif()
 
 # revkv_target(<target>): warnings (errors under REVKV_WERROR) and the project include root.
 function(revkv_target target)
+  revkv_warnings(${target})
+  target_include_directories(${target} PUBLIC ${PROJECT_SOURCE_DIR})
+  if(REVKV_PCH_ENABLED)
+    revkv_use_pch(${target} revkv_pch)
+  endif()
+endfunction()
+
+# revkv_warnings(<target>): the warnings every revkv source compiles with, errors under REVKV_WERROR.
+function(revkv_warnings target)
   target_compile_options(${target} PRIVATE -Wall -Wextra -Wshadow -Wnon-virtual-dtor
                                            -Wno-missing-field-initializers)
   if(REVKV_WERROR)
@@ -66,10 +75,6 @@ function(revkv_target target)
     # GCC's -Wmaybe-uninitialized reports false positives in instrumented code (its manual says so for
     # -fsanitize=address; GCC 12 reports one inside libstdc++'s <regex> at -O1).
     target_compile_options(${target} PRIVATE -Wno-maybe-uninitialized)
-  endif()
-  target_include_directories(${target} PUBLIC ${PROJECT_SOURCE_DIR})
-  if(REVKV_PCH_ENABLED)
-    revkv_use_pch(${target} revkv_pch)
   endif()
 endfunction()
 
@@ -97,7 +102,7 @@ function(revkv_add_pch_targets)
   add_library(revkv_test_pch STATIC ${dir}/empty.cc)
   foreach(pch revkv_pch revkv_test_pch)
     target_link_libraries(${pch} PRIVATE revkv_proto spdlog::spdlog absl::status absl::statusor absl::strings)
-    target_compile_options(${pch} PRIVATE -Wall -Wextra -Wshadow -Wnon-virtual-dtor -Wno-missing-field-initializers)
+    revkv_warnings(${pch})
     target_compile_definitions(${pch} PRIVATE
       $<TARGET_PROPERTY:spdlog::spdlog,INTERFACE_COMPILE_DEFINITIONS>
       $<TARGET_PROPERTY:fmt::fmt,INTERFACE_COMPILE_DEFINITIONS>)

@@ -1,6 +1,9 @@
 // The headers precompiled once per build and given to every revkv target (cmake/RevkvTarget.cmake,
 // REVKV_PCH): standard and third-party headers only, the ones most sources include and that cost most
 // to parse. Nothing of revkv's own: its macros must not change what these mean.
+#include <grpcpp/grpcpp.h>
+#include <spdlog/spdlog.h>
+
 #include <algorithm>
 #include <atomic>
 #include <chrono>
@@ -17,9 +20,6 @@
 #include <string_view>
 #include <thread>
 #include <vector>
-
-#include <grpcpp/grpcpp.h>
-#include <spdlog/spdlog.h>
 
 #include "absl/status/status.h"
 #include "absl/status/statusor.h"
