@@ -29,8 +29,8 @@ void ToEvent(const WatchEvent& e, bool with_prev, mvccpb::Event* out) {
   if (with_prev && e.has_prev && !creation) store::ToProto(e.prev, false, out->mutable_prev_kv());
 }
 
-// The bytes that decide what a watcher gets and how it is encoded (WatchStream::Watcher::selector): the
-// flags, then each key length-prefixed, so distinct ranges never give the same bytes.
+// The bytes that decide what a watcher gets and how it is encoded (WatchInterest::selector): the flags,
+// then each key length-prefixed, so distinct ranges never give the same bytes.
 std::string Selector(const store::KeyRange& range, bool no_put, bool no_delete, bool prev_kv) {
   std::string s;
   auto add = [&s](const std::string& bytes) {
@@ -218,12 +218,40 @@ void WatchHub::CloseStream(WatchStream* stream) {
 void WatchHub::Remove(WatchStream::Watcher* w) {
   synced_.erase(w);
   unsynced_.erase(w);
+  Release(w->interest);
   w->stream->watchers_.erase(w->id);  // deletes w
   // seq_cst like the increment in Create; relaxed would do for the decrement (a stale non-zero count
   // costs one needless wake-up), but one order for the variable reads more simply.
   if (live_watchers_.fetch_sub(1, std::memory_order_seq_cst) == 1) {
     source_.log->SetHold(0);  // nobody watches: the history follows the store's window alone
   }
+}
+
+const WatchInterest* WatchHub::Intern(store::KeyRange range, bool no_put, bool no_delete, bool prev_kv) {
+  std::string selector = Selector(range, no_put, no_delete, prev_kv);
+// REVKV_MUTATION_WATCH_INTEREST_NOT_SHARED, a mutation switch: every watcher gets an interest of its own.
+#ifndef REVKV_MUTATION_WATCH_INTEREST_NOT_SHARED
+  if (auto it = interests_.find(selector); it != interests_.end()) {
+    ++it->second->watchers;
+    return it->second.get();
+  }
+#else
+  while (interests_.count(selector) != 0) selector.push_back('+');  // a key no other interest has
+#endif
+  auto interest = std::make_unique<WatchInterest>();
+  interest->range = std::move(range);
+  interest->no_put = no_put;
+  interest->no_delete = no_delete;
+  interest->prev_kv = prev_kv;
+  interest->selector = std::move(selector);
+  interest->watchers = 1;
+  const std::string_view key = interest->selector;
+  return interests_.emplace(key, std::move(interest)).first->second.get();
+}
+
+void WatchHub::Release(const WatchInterest* interest) {
+  auto it = interests_.find(interest->selector);
+  if (--it->second->watchers == 0) interests_.erase(it);
 }
 
 void WatchHub::Create(WatchStream* stream, const etcdserverpb::WatchCreateRequest& request) {
@@ -274,14 +302,14 @@ void WatchHub::Create(WatchStream* stream, const etcdserverpb::WatchCreateReques
   WatchStream::Watcher* w = watcher.get();
   w->stream = stream;
   w->id = id;
-  w->range = std::move(range);
+  bool no_put = false;
+  bool no_delete = false;
   for (int f : request.filters()) {
-    if (f == etcdserverpb::WatchCreateRequest::NOPUT) w->no_put = true;
-    if (f == etcdserverpb::WatchCreateRequest::NODELETE) w->no_delete = true;
+    if (f == etcdserverpb::WatchCreateRequest::NOPUT) no_put = true;
+    if (f == etcdserverpb::WatchCreateRequest::NODELETE) no_delete = true;
   }
-  w->prev_kv = request.prev_kv();
+  w->interest = Intern(std::move(range), no_put, no_delete, request.prev_kv());
   w->fragment = request.fragment();
-  w->selector = Selector(w->range, w->no_put, w->no_delete, w->prev_kv);
   w->progress_notify = request.progress_notify();
   // etcd: start_revision 0 is "the revision after the store's"; a start after what has been dispatched
   // is served live (synced, skipping earlier revisions), an older one from the history (unsynced).
@@ -343,9 +371,10 @@ void WatchHub::CancelRefused(
   if (stream->closed_) return;
   std::vector<std::pair<int64_t, std::string>> canceled;
   for (const auto& [id, w] : stream->watchers_) {
+    const store::KeyRange& range = w->interest->range;
     const std::string range_end =
-        w->range.single ? std::string() : (w->range.end.empty() ? std::string(1, '\0') : w->range.end);
-    if (std::optional<std::string> reason = refuse(w->range.begin, range_end))
+        range.single ? std::string() : (range.end.empty() ? std::string(1, '\0') : range.end);
+    if (std::optional<std::string> reason = refuse(range.begin, range_end))
       canceled.emplace_back(id, *reason);
   }
   const int64_t revision = std::max(dispatched_, source_.visible_revision());
@@ -380,9 +409,10 @@ std::vector<etcdserverpb::WatchResponse> WatchHub::Build(const WatchStream::Watc
   etcdserverpb::WatchResponse r;
   r.mutable_header()->set_revision(header_revision);
   r.set_watch_id(w.id);
+  const WatchInterest& interest = *w.interest;
   for (const WatchEvent* e : events) {
-    if (e->is_delete ? w.no_delete : w.no_put) continue;
-    ToEvent(*e, w.prev_kv, r.add_events());
+    if (e->is_delete ? interest.no_delete : interest.no_put) continue;
+    ToEvent(*e, interest.prev_kv, r.add_events());
   }
   if (r.events_size() == 0) return out;  // etcd sends nothing when every event is filtered out
   const size_t limit = options_.max_request_bytes;
@@ -416,8 +446,9 @@ std::shared_ptr<const std::string> WatchHub::Block(const WatchStream::Watcher& w
                                                    EncodingCache* cache, size_t* count) {
   const RevisionEvents& b = *revision;
   // The selection: usually every event of the revision (a fan-out on one prefix), kept without indices.
-  auto selects = [&w](const WatchEvent& e) {
-    return !(e.is_delete ? w.no_delete : w.no_put) && w.range.Contains(e.kv.key);
+  const WatchInterest& interest = *w.interest;
+  auto selects = [&interest](const WatchEvent& e) {
+    return !(e.is_delete ? interest.no_delete : interest.no_put) && interest.range.Contains(e.kv.key);
   };
   size_t selected = 0;
   for (const WatchEvent& e : b.events) selected += selects(e) ? 1 : 0;
@@ -436,17 +467,17 @@ std::shared_ptr<const std::string> WatchHub::Block(const WatchStream::Watcher& w
   blocks.clear();
 #endif
   for (const CachedBlock& c : blocks) {
-    if (c.prev_kv == w.prev_kv && c.all == all && (all || c.selection == selection)) return c.block;
+    if (c.prev_kv == interest.prev_kv && c.all == all && (all || c.selection == selection)) return c.block;
   }
   // A WatchResponse with only events encodes as exactly its events field.
   etcdserverpb::WatchResponse events_only;
   if (all) {
-    for (const WatchEvent& e : b.events) ToEvent(e, w.prev_kv, events_only.add_events());
+    for (const WatchEvent& e : b.events) ToEvent(e, interest.prev_kv, events_only.add_events());
   } else {
-    for (uint32_t i : selection) ToEvent(b.events[i], w.prev_kv, events_only.add_events());
+    for (uint32_t i : selection) ToEvent(b.events[i], interest.prev_kv, events_only.add_events());
   }
   CachedBlock c;
-  c.prev_kv = w.prev_kv;
+  c.prev_kv = interest.prev_kv;
   c.all = all;
   c.selection = std::move(selection);
   c.block = std::make_shared<const std::string>(events_only.SerializeAsString());
@@ -461,7 +492,8 @@ const WatchHub::Selection* WatchHub::Select(
 #if defined(REVKV_MUTATION_WATCH_CATCH_UP_ALONE) || defined(REVKV_MUTATION_WATCH_ENCODE_PER_WATCHER)
   round->selections.clear();  // mutation switches: every watcher reads, selects (and encodes) on its own
 #endif
-  auto it = round->selections.find(SelectionKey{w.selector, from, to});
+  const SelectionKey key{w.interest, from, to};
+  auto it = round->selections.find(key);
   if (it != round->selections.end()) return it->second.get();
   auto selection = std::make_unique<Selection>();
   if (known != nullptr) {
@@ -477,8 +509,6 @@ const WatchHub::Selection* WatchHub::Select(
       selection->blocks.push_back(std::move(block));
     }
   }
-  selection->selector = w.selector;
-  const SelectionKey key{selection->selector, from, to};
   return round->selections.emplace(key, std::move(selection)).first->second.get();
 }
 
@@ -494,7 +524,7 @@ std::vector<Outgoing> WatchHub::Respond(const WatchStream::Watcher& w, const Sel
     std::vector<const WatchEvent*> mine;
     for (const auto& b : selection.batches) {
       for (const WatchEvent& e : b->events) {
-        if (w.range.Contains(e.kv.key)) mine.push_back(&e);
+        if (w.interest->range.Contains(e.kv.key)) mine.push_back(&e);
       }
     }
     for (auto& r : Build(w, mine, header_revision)) {
@@ -648,6 +678,11 @@ uint64_t WatchHub::encodings() const {
 size_t WatchHub::watchers() const {
   std::lock_guard<std::mutex> lock(mu_);
   return synced_.size() + unsynced_.size();
+}
+
+size_t WatchHub::interests() const {
+  std::lock_guard<std::mutex> lock(mu_);
+  return interests_.size();
 }
 
 uint64_t WatchHub::catch_up_reads() const {

@@ -53,6 +53,19 @@
 
 namespace revkv::server::watch {
 
+// What decides the events a watcher gets and their encoding: its range, its filters and prev_kv. The hub
+// keeps one per distinct selection, shared by every watcher with it (WatchHub::Intern): watchers with
+// the same interest get equal events from any revisions, so a dispatch round selects and encodes them
+// once for all of them, and an idle watcher costs no copy of its range. Immutable but for `watchers`.
+struct WatchInterest {
+  store::KeyRange range;
+  bool no_put = false;
+  bool no_delete = false;
+  bool prev_kv = false;
+  std::string selector;  // all of the above as bytes: the key the hub finds it by
+  size_t watchers = 0;   // under the hub's mu_: when it drops to 0 the hub deletes it
+};
+
 struct HubOptions {
   size_t stream_max_bytes = 4 << 20;   // queued bytes per stream before its watchers fall behind
   size_t stream_max_responses = 128;   // queued responses per stream (etcd's chanBufLen)
@@ -111,20 +124,15 @@ class WatchStream {
   struct Watcher {
     WatchStream* stream = nullptr;
     int64_t id = 0;
-    store::KeyRange range;
-    bool no_put = false;
-    bool no_delete = false;
-    bool prev_kv = false;
+    // Its range, filters and prev_kv, shared with every watcher that has the same (the hub's, counted;
+    // set at creation).
+    const WatchInterest* interest = nullptr;
     bool fragment = false;
     bool progress_notify = false;
     bool progress_due = true;  // etcd's progress[id]: cleared by an events response, set by each tick
     bool synced = false;
     // Synced: the first revision it wants (earlier ones are skipped). Unsynced: the next to catch up.
     int64_t next = 0;
-    // What decides the events it gets and their encoding (range, filters, prev_kv), as bytes: watchers
-    // with equal selectors get equal events from any revisions, so a dispatch round selects and encodes
-    // them once for all of them (WatchHub::Select). Set at creation.
-    std::string selector;
   };
 
   // Under hub mu_: queues `responses` (all or none). `force`: control responses, always queued. False if
@@ -202,6 +210,9 @@ class WatchHub {
   // Revisions read from the history for catching up so far: one read per revision for every group of
   // unsynced watchers at the same revision with the same selection, not one per watcher.
   uint64_t catch_up_reads() const;
+  // Distinct interests (range, filters, prev_kv) among the watchers now: one per selection, however
+  // many watchers share it.
+  size_t interests() const;
 
   static constexpr int64_t kCatchUpRevisions = 1000;  // etcd's watchBatchMaxRevs
 
@@ -219,25 +230,24 @@ class WatchHub {
   };
   // A dispatch round's encoded blocks, by revision (the log's batch).
   using EncodingCache = std::unordered_map<const RevisionEvents*, CachedRevision>;
-  // What the watchers with one selector get from the revisions [from, to] (a group: every watcher of the
-  // round with that selector that is at `from` and goes to `to`): the shared blocks, one per revision
+  // What the watchers with one interest get from the revisions [from, to] (a group: every watcher of the
+  // round with that interest that is at `from` and goes to `to`): the shared blocks, one per revision
   // with events for them, in revision order, and how many events they hold.
   struct Selection {
-    std::string selector;                                        // owns the bytes the key refers to
     std::vector<std::shared_ptr<const RevisionEvents>> batches;  // the revisions (for fragments)
     std::vector<std::shared_ptr<const std::string>> blocks;
     size_t count = 0;  // events in the blocks
     size_t bytes = 0;  // the blocks' size
   };
   struct SelectionKey {
-    std::string_view selector;  // a Selection's own string
+    const WatchInterest* interest = nullptr;  // interned: equal interests are the same object
     int64_t from = 0;
     int64_t to = 0;
     bool operator==(const SelectionKey& o) const {
 #ifdef REVKV_MUTATION_WATCH_GROUP_IGNORES_SELECTOR  // mutation switch: watchers of other ranges share
       return from == o.from && to == o.to;
 #else
-      return from == o.from && to == o.to && selector == o.selector;
+      return from == o.from && to == o.to && interest == o.interest;
 #endif
     }
   };
@@ -246,7 +256,7 @@ class WatchHub {
 #ifdef REVKV_MUTATION_WATCH_GROUP_IGNORES_SELECTOR
       const size_t h = 0;
 #else
-      const size_t h = std::hash<std::string_view>()(k.selector);
+      const size_t h = std::hash<const WatchInterest*>()(k.interest);
 #endif
       return h ^ (std::hash<int64_t>()(k.from) * 0x9e3779b97f4a7c15ULL) ^ std::hash<int64_t>()(k.to << 17);
     }
@@ -262,6 +272,10 @@ class WatchHub {
   void ProgressTick();  // periodic progress notifications
   void CatchUp(WatchStream::Watcher* w, Round* round);  // requires mu_
   void Remove(WatchStream::Watcher* w);                 // requires mu_; deletes it
+  // The interest with this range, these filters and prev_kv, counted for one more watcher (made if no
+  // watcher has it); Release uncounts it and deletes it with its last watcher. Require mu_.
+  const WatchInterest* Intern(store::KeyRange range, bool no_put, bool no_delete, bool prev_kv);
+  void Release(const WatchInterest* interest);
   // The encoded block of the events of revision `b` that `w` gets (from *cache, or made and added there);
   // null if none passes its range and filters. Adds the number of events to *count.
   std::shared_ptr<const std::string> Block(const WatchStream::Watcher& w,
@@ -293,6 +307,8 @@ class WatchHub {
   int64_t durable_wait_ = 0;     // under mu_: the revision a durability wake-up was asked for
   uint64_t encodings_ = 0;       // under mu_
   uint64_t catch_up_reads_ = 0;  // under mu_
+  // The watchers' interests, by their selector bytes (the key views the interest's own string).
+  std::unordered_map<std::string_view, std::unique_ptr<WatchInterest>> interests_;  // under mu_
   // Watchers in all streams; written under mu_, read by publishers without it (the log's listener wakes
   // the dispatcher only when there is a watcher, so a write costs no thread wake-up when nobody watches).
   std::atomic<size_t> live_watchers_{0};

@@ -753,6 +753,71 @@ TEST(WatchHub, WatchersAtOneRevisionCatchUpWithOneHistoryReadPerRevisionPerGroup
   EXPECT_EQ(h.hub().unsynced(), 0u);
 }
 
+// Watchers with the same range, filters and prev_kv share one interest (an idle watcher holds no copy
+// of its range): the hub keeps one per distinct selection, on any stream, and frees it with its last
+// watcher, whether canceled or closed with its stream; refused creates make none. The watchers that
+// share it keep getting exactly their events after the others are gone.
+TEST(WatchHub, WatchersWithTheSameSelectionShareOneInterestFreedWithItsLastWatcher) {
+  Harness h;
+  h.log().Publish(1, {});
+  Reader a(&h.hub());
+  Reader b(&h.hub());
+  for (int i = 0; i < 100; ++i) {
+    WatchCreateRequest req = Req("p/", "p0");
+    req.set_prev_kv(i % 2 == 1);
+    h.hub().Create((i < 50 ? a : b).stream(), req);  // ids 0..49 on a, 0..49 on b
+  }
+  EXPECT_EQ(h.hub().watchers(), 100u);
+  EXPECT_EQ(h.hub().interests(), 2u) << "one per selection (prefix, prefix with prev_kv)";
+  WatchCreateRequest noput = Req("p/", "p0");
+  noput.add_filters(WatchCreateRequest::NOPUT);
+  h.hub().Create(b.stream(), noput);       // b: 50
+  h.hub().Create(b.stream(), Req("p/1"));  // b: 51, one key of the prefix: another selection
+  EXPECT_EQ(h.hub().interests(), 4u);
+  h.hub().Create(b.stream(), Req("p/", "p0"));  // b: 52, the plain prefix again
+  WatchCreateRequest duplicate = Req("p/9");
+  duplicate.set_watch_id(3);  // taken on b
+  h.hub().Create(b.stream(), duplicate);
+  h.hub().Create(b.stream(), Req("z", "a"));  // an empty range
+  EXPECT_EQ(h.hub().watchers(), 103u);
+  EXPECT_EQ(h.hub().interests(), 4u) << "a refused create left an interest behind";
+
+  // Cancel every plain prefix watcher but b's 52: the interest stays while one has it.
+  for (int id = 0; id < 50; id += 2) {
+    h.hub().Cancel(a.stream(), id);
+    h.hub().Cancel(b.stream(), id);
+  }
+  EXPECT_EQ(h.hub().interests(), 4u);
+  const WatchEvent first = Put("p/1", "v1", 2, 2, 1);
+  h.log().Publish(2, {first});
+  h.log().Publish(3, {Del("p/1", 3, first.kv)});
+  ASSERT_TRUE(b.DrainUntil([](auto& g) { return CountEvents(g, 52) == 2 && CountEvents(g, 50) == 1; }));
+  ASSERT_TRUE(a.DrainUntil([](auto& g) { return CountEvents(g, 1) == 2; }));
+  b.DrainFor(std::chrono::milliseconds(50));
+  const std::vector<mvccpb::Event> plain = b.Events(52);
+  ASSERT_EQ(plain.size(), 2u);
+  EXPECT_EQ(plain[0].type(), mvccpb::Event::PUT);
+  EXPECT_FALSE(plain[0].has_prev_kv());
+  EXPECT_EQ(plain[1].type(), mvccpb::Event::DELETE);
+  EXPECT_FALSE(plain[1].has_prev_kv());
+  const std::vector<mvccpb::Event> with_prev = a.Events(1);
+  ASSERT_EQ(with_prev.size(), 2u);
+  EXPECT_TRUE(with_prev[1].has_prev_kv());
+  EXPECT_EQ(with_prev[1].prev_kv().value(), "v1");
+  ASSERT_EQ(b.Events(50).size(), 1u);  // NOPUT: the delete only
+  EXPECT_EQ(b.Events(50)[0].type(), mvccpb::Event::DELETE);
+  EXPECT_EQ(b.Events(51).size(), 2u);  // the one key
+  EXPECT_EQ(CountEvents(b.got(), 0), 0u) << "a canceled watcher got events";
+
+  h.hub().Cancel(b.stream(), 52);
+  EXPECT_EQ(h.hub().interests(), 3u) << "the plain prefix's last watcher is gone, not its interest";
+  h.hub().CloseStream(b.stream());
+  EXPECT_EQ(h.hub().interests(), 1u) << "b's NOPUT and one-key watchers are gone with their stream";
+  h.hub().CloseStream(a.stream());
+  EXPECT_EQ(h.hub().interests(), 0u);
+  EXPECT_EQ(h.hub().watchers(), 0u);
+}
+
 // A stream whose watchers wait for room wakes the dispatcher once its queue has drained to half, not at
 // the first free slot, so that one round catches many of them up (together) rather than one per slot;
 // and while it has no room, rounds do not read the history for them.
