@@ -240,7 +240,10 @@ class WatchHub {
     size_t bytes = 0;  // the blocks' size
   };
   struct SelectionKey {
-    const WatchInterest* interest = nullptr;  // interned: equal interests are the same object
+    // Interned: equal interests are the same object. A round runs under the hub's lock from start to
+    // end and makes no interest (only Create does), so an interest deleted during the round (its last
+    // watcher compacted) cannot have its address reused by another while the round's keys name it.
+    const WatchInterest* interest = nullptr;
     int64_t from = 0;
     int64_t to = 0;
     bool operator==(const SelectionKey& o) const {
