@@ -131,7 +131,7 @@ std::string ReadFd(int fd) {
 
 }  // namespace
 
-// ----- TempDir, FreePort -----
+// ----- TempDir -----
 
 TempDir::TempDir(const std::string& parent) {
   const char* base = std::getenv("TMPDIR");
@@ -148,26 +148,6 @@ TempDir::TempDir(const std::string& parent) {
 TempDir::~TempDir() {
   std::error_code ignored;
   std::filesystem::remove_all(path_, ignored);
-}
-
-int FreePort() {
-  const int fd = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
-  sockaddr_in address{};
-  address.sin_family = AF_INET;
-  address.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
-  address.sin_port = 0;
-  socklen_t length = sizeof(address);
-  int port = 0;
-  if (bind(fd, reinterpret_cast<sockaddr*>(&address), sizeof(address)) == 0 &&
-      getsockname(fd, reinterpret_cast<sockaddr*>(&address), &length) == 0) {
-    port = ntohs(address.sin_port);
-  }
-  close(fd);
-  if (port == 0) {
-    std::perror("FreePort");
-    std::abort();
-  }
-  return port;
 }
 
 const char* FlavorName(Flavor flavor) { return flavor == Flavor::kRevkv ? "revkv" : "etcd"; }

@@ -20,6 +20,8 @@
 #include <string>
 #include <vector>
 
+#include "tests/support/free_port.h"
+
 namespace revkv::integration {
 
 // A fresh directory under $TMPDIR (or /tmp), or under `parent` when given, removed with its contents on
@@ -36,8 +38,8 @@ class TempDir {
   std::string path_;
 };
 
-// A loopback TCP port that was free a moment ago (bound to port 0, read back, released).
-int FreePort();
+// A loopback TCP port, free a moment ago and never given before in this process (free_port.h).
+using ::revkv::test_support::FreePort;
 
 // Which server a ServerProcess runs.
 enum class Flavor {

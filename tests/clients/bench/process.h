@@ -8,6 +8,8 @@
 #include <string>
 #include <vector>
 
+#include "tests/support/free_port.h"
+
 namespace revkv::client::testing {
 
 // A fresh directory under $TMPDIR (or /tmp), removed with its contents on destruction.
@@ -23,8 +25,8 @@ class TempDir {
   std::string path_;
 };
 
-// A loopback TCP port that was free a moment ago (bound, read back, released).
-int FreePort();
+// A loopback TCP port, free a moment ago and never given before in this process (free_port.h).
+using ::revkv::test_support::FreePort;
 
 struct ProcessResult {
   int exit_code = -1;  // -1 when killed by a signal or the timeout

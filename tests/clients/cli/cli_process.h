@@ -14,6 +14,8 @@
 #include <string>
 #include <vector>
 
+#include "tests/support/free_port.h"
+
 namespace revkv::client::testing {
 
 // A fresh directory under $TMPDIR (or /tmp), removed with its contents on destruction. Const-safe only.
@@ -29,8 +31,8 @@ class TempDir {
   std::string path_;
 };
 
-// A loopback TCP port that was free a moment ago (bound to port 0, read back, released).
-int FreePort();
+// A loopback TCP port, free a moment ago and never given before in this process (free_port.h).
+using ::revkv::test_support::FreePort;
 
 // Where a command's standard streams go.
 enum class Attach {
