@@ -120,6 +120,13 @@ void CollectStore(ServerState* state, MetricWriter& w) {
                static_cast<double>(store.events().revisions()));
   w.WriteGauge("revkv_watch_history_bytes", "Approximate memory the watch history's events hold.",
                static_cast<double>(store.events().bytes()));
+  // Relaxed: counters, nothing published through them.
+  w.WriteCounter("revkv_watch_responses_total", "Responses written on Watch streams.",
+                 static_cast<double>(state->watch_writes.responses.load(std::memory_order_relaxed)));
+  w.WriteCounter("revkv_watch_responses_buffered_total",
+                 "Watch responses written with more queued behind them, which gRPC may send together "
+                 "with the next (its buffer hint).",
+                 static_cast<double>(state->watch_writes.buffered.load(std::memory_order_relaxed)));
   if (watch::WatchHub* hub = state->watch_hub.load(std::memory_order_acquire)) {
     w.WriteGauge("revkv_watch_watchers", "Watchers on all Watch streams.",
                  static_cast<double>(hub->watchers()));

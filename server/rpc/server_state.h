@@ -49,6 +49,13 @@ struct HeldAnswerStats {
   std::atomic<uint64_t> wakeups{0};  // alarms the log's flusher posted to a worker's queue
 };
 
+// Responses the Watch streams wrote, and how many of them went with gRPC's buffer hint (more were queued
+// behind them). Relaxed counters: nothing is published through them.
+struct WatchWriteStats {
+  std::atomic<uint64_t> responses{0};
+  std::atomic<uint64_t> buffered{0};
+};
+
 struct ServerState {
   Engine* engine = nullptr;
   Lessor* lessor = nullptr;              // lease deadlines and expiry (server/lease)
@@ -76,6 +83,9 @@ struct ServerState {
 
   // Durable writes' answers sent by the workers (written by the workers and the flusher, read by metrics).
   HeldAnswerStats held_answers;
+
+  // What the Watch streams wrote (written by their reactors, read by metrics).
+  WatchWriteStats watch_writes;
 
   // The Watch service's hub, for metrics: set by RpcServer::Start once the service exists and cleared
   // by its Shutdown before the hub goes away (release), read by the metrics collector (acquire: it sees

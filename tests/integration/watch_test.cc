@@ -4,6 +4,7 @@
 #include <gtest/gtest.h>
 
 #include <chrono>
+#include <set>
 #include <string>
 #include <thread>
 #include <vector>
@@ -11,6 +12,7 @@
 #include "etcdserverpb/rpc.grpc.pb.h"
 #include "tests/integration/etcd_calls.h"
 #include "tests/integration/etcdctl_support.h"
+#include "tests/integration/prometheus_scrape.h"
 #include "tests/integration/server_process.h"
 #include "tests/integration/watch_client.h"
 #include "tests/support/external_tools.h"
@@ -311,11 +313,11 @@ TEST_P(WatchTools, EtcdctlInteractiveWatch) {
   // etcdctl watch -i reads watch commands on stdin and stops at its end: keep it open for a while.
   // Each watch prints its events line by line from its own goroutine, so two replays started together
   // can interleave their lines (seen against etcd): the second command waits for the first's replay.
-  CommandResult r =
-      RunCommand({"/bin/sh", "-c",
-                  "(printf 'watch --rev=2 i/1\\n'; sleep 1; printf 'watch --rev=2 --prefix j\\n'; sleep 2) | " +
-                      std::string(kEtcdctl) + " --endpoints=" + server_->address() + " watch -i"},
-                 "", {{"ETCDCTL_API", "3"}}, std::chrono::seconds(20));
+  CommandResult r = RunCommand(
+      {"/bin/sh", "-c",
+       "(printf 'watch --rev=2 i/1\\n'; sleep 1; printf 'watch --rev=2 --prefix j\\n'; sleep 2) | " +
+           std::string(kEtcdctl) + " --endpoints=" + server_->address() + " watch -i"},
+      "", {{"ETCDCTL_API", "3"}}, std::chrono::seconds(20));
   EXPECT_NE(r.out.find("PUT\ni/1\none\n"), std::string::npos) << r.Describe();
   EXPECT_NE(r.out.find("PUT\nj\ntwo\n"), std::string::npos) << r.Describe();
 }
@@ -384,6 +386,46 @@ TEST(WatchRestart, HistoryIsRebuiltAfterARestart) {
     }
   }
   EXPECT_EQ(next, 27);
+}
+
+// A revision that many watchers of one stream get is a burst of responses: those with more queued behind
+// them go with gRPC's buffer hint, so that gRPC may send them together, and every watcher still gets its
+// event at once (the last response of a burst goes without the hint and sends what is buffered).
+TEST(WatchBuffering, ABurstForManyWatchersOfOneStreamIsWrittenWithTheBufferHint) {
+  constexpr int kWatchers = 100;
+  constexpr int kPuts = 5;
+  ServerProcess server;
+  ASSERT_TRUE(server.Start());
+  WatchClient w(server.NewChannel());
+  for (int i = 0; i < kWatchers; ++i) ASSERT_TRUE(w.Create("b/", "b0"));
+  WatchResponse r;
+  for (int i = 0; i < kWatchers; ++i) {
+    ASSERT_TRUE(w.Read(&r));
+    ASSERT_TRUE(r.created());
+  }
+  const double responses_before = ScrapeValue(server.metrics_port(), "revkv_watch_responses_total");
+  const double buffered_before = ScrapeValue(server.metrics_port(), "revkv_watch_responses_buffered_total");
+  auto kv = KV::NewStub(server.NewChannel());
+  for (int put = 0; put < kPuts; ++put) {
+    auto p = Call(kv.get(), &KV::Stub::Put, PutOf("b/k", std::to_string(put)));
+    ASSERT_TRUE(IsOk(p.status));
+    std::set<int64_t> got;
+    while (got.size() < static_cast<size_t>(kWatchers)) {
+      ASSERT_TRUE(w.Read(&r)) << "put " << put << ": " << got.size() << " watchers got it";
+      ASSERT_EQ(r.events_size(), 1) << r.ShortDebugString();
+      EXPECT_EQ(r.events(0).kv().mod_revision(), p.response.header().revision());
+      EXPECT_TRUE(got.insert(r.watch_id()).second) << "twice for watcher " << r.watch_id();
+    }
+  }
+  const double responses =
+      ScrapeValue(server.metrics_port(), "revkv_watch_responses_total") - responses_before;
+  const double buffered =
+      ScrapeValue(server.metrics_port(), "revkv_watch_responses_buffered_total") - buffered_before;
+  EXPECT_EQ(responses, kPuts * kWatchers);
+  // Each burst's first response is taken as soon as it is queued, before the others are; the rest queue
+  // behind the write in flight, and all but the last of them go with the hint.
+  EXPECT_GE(buffered, kPuts * kWatchers / 2) << "of " << responses << " responses";
+  EXPECT_LT(buffered, responses) << "a burst's last response went with the hint";
 }
 
 // SIGTERM with watch streams open: the server ends them and exits at once, not after a grace period.
