@@ -84,8 +84,9 @@ class ServerProcess {
   // Starts the server (again, with the same ports and data directory) and waits until it is ready.
   // Fails, with the log, if it exits or is not ready within start_timeout (it is then killed).
   ::testing::AssertionResult Start();
-  // Starts the server without waiting for it: for tests that watch what it does while starting. Then
-  // WaitReady() waits as Start does.
+  // Starts the server without waiting for it to be ready: for tests that watch what it does while
+  // starting. (It waits for a revkv server to have bound its ports, which it does before recovery.)
+  // Then WaitReady() waits as Start does.
   ::testing::AssertionResult Spawn();
   ::testing::AssertionResult WaitReady();
   // SIGTERM; succeeds if the server exits with status 0 within stop_timeout (else it is killed). (etcd
@@ -115,6 +116,11 @@ class ServerProcess {
   std::vector<std::string> CommandLine() const;
   // Waits for the child to exit; true with its wait status, false on timeout.
   bool WaitExit(std::chrono::milliseconds timeout, int* status);
+  // One start, not waited for (Spawn: with new ports if the first one's were taken).
+  ::testing::AssertionResult SpawnOnce();
+  // Waits until the server started after `log_before` (bytes of its log) has bound its ports (false)
+  // or has exited because a port was in use (true).
+  bool PortTaken(size_t log_before);
 
   ServerOptions options_;
   TempDir dir_;

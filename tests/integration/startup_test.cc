@@ -349,21 +349,43 @@ TEST(Signals, SighupNeitherKillsNorDisturbsTheServer) {
 
 // The test harness itself: a port FreePort picked can be taken before the server binds it (another
 // test's server, an outgoing connection). A first start that fails for that is retried on new ports.
-TEST(ServerProcessHarness, AFirstStartWhosePortWasTakenMeanwhileGetsNewPorts) {
-  ServerProcess server;
-  const int taken = server.metrics_port();
+// A socket listening on `port` (of 127.0.0.1), or -1.
+int TakePort(int port) {
   const int fd = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
-  ASSERT_GE(fd, 0);
+  if (fd < 0) return -1;
   const int one = 1;
   setsockopt(fd, SOL_SOCKET, SO_REUSEADDR, &one, sizeof(one));
   sockaddr_in address{};
   address.sin_family = AF_INET;
   address.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
-  address.sin_port = htons(static_cast<uint16_t>(taken));
-  ASSERT_EQ(bind(fd, reinterpret_cast<sockaddr*>(&address), sizeof(address)), 0);
-  ASSERT_EQ(listen(fd, 1), 0);
+  address.sin_port = htons(static_cast<uint16_t>(port));
+  if (bind(fd, reinterpret_cast<sockaddr*>(&address), sizeof(address)) != 0 || listen(fd, 1) != 0) {
+    close(fd);
+    return -1;
+  }
+  return fd;
+}
+
+TEST(ServerProcessHarness, AFirstStartWhosePortWasTakenMeanwhileGetsNewPorts) {
+  ServerProcess server;
+  const int taken = server.metrics_port();
+  const int fd = TakePort(taken);
+  ASSERT_GE(fd, 0);
   EXPECT_TRUE(server.Start());
   EXPECT_NE(server.metrics_port(), taken);
+  EXPECT_NE(server.Log().find("Address already in use"), std::string::npos) << server.Log();
+  close(fd);
+}
+
+// The same for a start the test does not wait for (Spawn), as the tests that interrupt recovery use.
+TEST(ServerProcessHarness, ASpawnWhosePortWasTakenMeanwhileGetsNewPorts) {
+  ServerProcess server;
+  const int taken = server.port();
+  const int fd = TakePort(taken);
+  ASSERT_GE(fd, 0);
+  ASSERT_TRUE(server.Spawn());
+  EXPECT_NE(server.port(), taken);
+  EXPECT_TRUE(server.WaitReady());
   EXPECT_NE(server.Log().find("Address already in use"), std::string::npos) << server.Log();
   close(fd);
 }
