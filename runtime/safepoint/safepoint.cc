@@ -245,15 +245,9 @@ void ThreadRegistry::LeaveSafeRegion(ThreadContext* self) {
 
 // ----- public API -----------------------------------------------------------------------------------
 
-ThreadRegistration::ThreadRegistration(std::string_view name) {
-  if (t_current != nullptr) {
-    port::Fatal("revkv runtime: thread registered twice");
-  }
-  InitializeRuntime();
-  t_current = ThreadRegistry::Get().Register(name);
-}
+namespace {
 
-ThreadRegistration::~ThreadRegistration() {
+void UnregisterCurrentThread() {
   ThreadContext* self = t_current;
   if (self->roots.next != &self->roots) {
     port::Fatal("revkv runtime: thread '%s' unregistered with live Root<> objects", self->name.c_str());
@@ -262,6 +256,76 @@ ThreadRegistration::~ThreadRegistration() {
   t_current = nullptr;
   ThreadRegistry::Get().Unregister(self);
 }
+
+// A visiting thread's registration (HeapVisit): made by its first visit, undone when the thread exits
+// (thread_local destruction runs on the exiting thread, between visits: in its safe region).
+struct VisitorRegistration {
+  ThreadContext* context = nullptr;
+  ~VisitorRegistration() {
+    if (context == nullptr || t_current != context) return;
+    context->safe_region_depth = 1;
+    ThreadRegistry::Get().LeaveSafeRegion(context);  // may wait for a collection to end
+    UnregisterCurrentThread();
+  }
+};
+thread_local VisitorRegistration t_visitor;
+
+// Leaves the calling thread's safe region, however deeply nested, and returns the depth it had; the
+// thread then runs (LeaveSafeRegion waits for a collection in progress to end).
+int LeaveSafeRegionFully(ThreadContext* self) {
+  const int depth = self->safe_region_depth;
+  self->safe_region_depth = 1;
+  ThreadRegistry::Get().LeaveSafeRegion(self);
+  return depth;
+}
+
+// Goes back into a safe region at `depth`, publishing the stack as it is now.
+void ReenterSafeRegion(ThreadContext* self, int depth) {
+  ThreadRegistry::Get().EnterSafeRegion(self);
+  self->safe_region_depth = depth;
+}
+
+}  // namespace
+
+ThreadRegistration::ThreadRegistration(std::string_view name) {
+  if (t_current != nullptr) {
+    if (t_current == t_visitor.context && t_current->safe_region_depth > 0) {
+      visit_depth_ = LeaveSafeRegionFully(t_current);
+      return;
+    }
+    port::Fatal("revkv runtime: thread registered twice");
+  }
+  InitializeRuntime();
+  t_current = ThreadRegistry::Get().Register(name);
+}
+
+ThreadRegistration::~ThreadRegistration() {
+  if (visit_depth_ >= 0) {
+    ReenterSafeRegion(t_current, visit_depth_);
+    return;
+  }
+  UnregisterCurrentThread();
+}
+
+HeapVisit::HeapVisit(std::string_view name) : depth_(0) {
+  if (t_current == nullptr) {
+    InitializeRuntime();
+    t_current = ThreadRegistry::Get().Register(name);
+    t_visitor.context = t_current;
+    depth_ = 1;  // afterwards, in the safe region it stays in between visits
+    return;
+  }
+  if (t_current->safe_region_depth > 0) depth_ = LeaveSafeRegionFully(t_current);
+}
+
+HeapVisit::~HeapVisit() {
+#ifdef REVKV_MUTATION_VISIT_STAYS_RUNNING
+  return;  // mutation test: a visiting thread stays running after a visit, outside any safe region
+#endif
+  if (depth_ > 0) ReenterSafeRegion(t_current, depth_);
+}
+
+bool IsVisitingThread() { return t_current != nullptr && t_current == t_visitor.context; }
 
 bool IsThreadRegistered() { return t_current != nullptr; }
 

@@ -23,13 +23,43 @@ namespace revkv::runtime {
 // Registers the calling thread with the runtime for the lifetime of the object (which must live on
 // that thread's stack). Starts the runtime with default options if nobody did. May block while a
 // collection runs. Registering a thread twice aborts.
+//
+// On a thread a HeapVisit registered (below), a ThreadRegistration is a visit: the thread runs for the
+// object's lifetime and goes back to its safe region afterwards.
 class ThreadRegistration {
  public:
   explicit ThreadRegistration(std::string_view name = "");
   ~ThreadRegistration();
   ThreadRegistration(const ThreadRegistration&) = delete;
   ThreadRegistration& operator=(const ThreadRegistration&) = delete;
+
+ private:
+  int visit_depth_ = -1;  // >= 0: a visit on a visiting thread (the safe-region depth to go back to)
 };
+
+// A visit to the heap by a thread the runtime does not own: gRPC's callback threads, which run request
+// handlers between work of their own. For the object's lifetime the calling thread may touch the heap.
+// - On an unregistered thread, the first visit registers it for the rest of its life (a visiting
+//   thread, unregistered when it exits). Between visits it stays in a safe region: collections never
+//   wait for it, and its stack is scanned from where its last visit ended.
+// - On a thread in a safe region (a visiting thread between visits, or a registered thread whose
+//   blocking call runs the handler inline), the thread leaves the region for the visit and goes back
+//   to it, at the same depth, afterwards. The code that entered that region must hold no transaction.
+// - On a running registered thread, nothing.
+// Visits nest. The object must live on the visiting thread's stack.
+class HeapVisit {
+ public:
+  explicit HeapVisit(std::string_view name);
+  ~HeapVisit();
+  HeapVisit(const HeapVisit&) = delete;
+  HeapVisit& operator=(const HeapVisit&) = delete;
+
+ private:
+  int depth_;  // the safe-region depth to go back to (0: the thread was running)
+};
+
+// True if the calling thread was registered by a HeapVisit.
+bool IsVisitingThread();
 
 // True if the calling thread is registered.
 bool IsThreadRegistered();

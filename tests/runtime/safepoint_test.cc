@@ -49,6 +49,97 @@ TEST_F(SafepointTest, RegistrationIsCountedAndScoped) {
   EXPECT_EQ(RegisteredThreadCount(), before);
 }
 
+// gRPC's callback threads run request handlers between work of their own (HeapVisit). The first visit
+// registers the thread for its life; between visits it waits outside the heap without polling, so it
+// must be in a safe region there: a collection started meanwhile does not wait for it, and what it
+// allocated lives on. It is registered once, and unregistered when it exits.
+TEST_F(SafepointTest, AVisitingThreadIsRegisteredOnceAndDoesNotDelayACollectionBetweenVisits) {
+  Watchdog watchdog("a collection while a visiting thread waits between visits", std::chrono::seconds(60));
+  const int before = RegisteredThreadCount();
+  const auto global_root = std::make_unique<GlobalRoot>();  // malloc'd: not a stack word
+  std::atomic<int> phase{0};  // 1: the first visit is over; 2: the collection is over
+  std::thread visitor([&] {
+    EXPECT_FALSE(IsThreadRegistered());
+    {
+      HeapVisit visit("visitor");
+      EXPECT_TRUE(IsVisitingThread());
+      Node* n = NewNode(41, NewNode(42));
+      CollectMinor();  // out of the nursery: a GlobalRoot may not hold a nursery object
+      global_root->Store(n);
+    }
+    EXPECT_TRUE(IsThreadRegistered());
+    phase.store(1);
+    while (phase.load() != 2) std::this_thread::yield();  // outside the heap, never polling
+    {
+      HeapVisit visit("visitor");
+      const auto* n = static_cast<const Node*>(global_root->Load());
+      ASSERT_NE(n, nullptr);
+      EXPECT_EQ(n->value, 41);
+      ASSERT_NE(n->left.Load(), nullptr);
+      EXPECT_EQ(n->left.Load()->value, 42);
+      EXPECT_EQ(RegisteredThreadCount(), before + 1) << "a second visit registers nothing";
+    }
+  });
+  while (phase.load() != 1) std::this_thread::yield();
+  EXPECT_EQ(RegisteredThreadCount(), before + 1);
+  ScrubStack();
+  CollectMajor(MajorMode::kCompactEverything);  // waits forever if the visitor is not in a safe region
+  const GcStatistics stats = GetGcStatistics(1);
+  ASSERT_FALSE(stats.recent.empty());
+  EXPECT_LT(stats.recent.back().time_to_safepoint_nanos, 10'000'000u) << "time to safepoint must not wait";
+  phase.store(2);
+  Join(visitor);
+  EXPECT_EQ(RegisteredThreadCount(), before) << "a visiting thread is unregistered when it exits";
+  global_root->Store(nullptr);
+}
+
+// A visit on a registered thread inside a safe region (a worker whose blocking call into gRPC runs a
+// handler inline) leaves the region for the visit and goes back to it, at the same depth, after.
+TEST_F(SafepointTest, AVisitInsideASafeRegionRunsAndGoesBackToTheRegion) {
+  Watchdog watchdog("a collection while a thread is back in its safe region", std::chrono::seconds(60));
+  std::atomic<int> phase{0};
+  std::thread worker([&] {
+    ThreadRegistration r("worker");
+    SafeRegion outer;
+    SafeRegion inner;
+    {
+      HeapVisit visit("worker");
+      EXPECT_FALSE(IsVisitingThread());
+      EXPECT_EQ(NewNode(7)->value, 7);
+    }
+    phase.store(1);
+    while (phase.load() != 2) std::this_thread::yield();
+  });
+  while (phase.load() != 1) std::this_thread::yield();
+  CollectMajor();  // waits forever if the worker did not go back into its region
+  phase.store(2);
+  Join(worker);
+}
+
+// A thread a visit registered may also use a ThreadRegistration (gRPC's synchronous handlers register
+// their thread for a call; a callback could have run on the same thread before): it is a visit.
+TEST_F(SafepointTest, AThreadRegistrationOnAVisitingThreadIsAVisit) {
+  Watchdog watchdog("a collection after a registration on a visiting thread", std::chrono::seconds(60));
+  const int before = RegisteredThreadCount();
+  std::atomic<int> phase{0};
+  std::thread t([&] {
+    { HeapVisit visit("visitor"); }
+    {
+      ThreadRegistration r("handler");
+      EXPECT_EQ(NewNode(9)->value, 9);
+      EXPECT_EQ(RegisteredThreadCount(), before + 1);
+    }
+    EXPECT_TRUE(IsVisitingThread()) << "still registered, between visits";
+    phase.store(1);
+    while (phase.load() != 2) std::this_thread::yield();
+  });
+  while (phase.load() != 1) std::this_thread::yield();
+  CollectMajor();  // waits forever if the registration's end left the thread running
+  phase.store(2);
+  Join(t);
+  EXPECT_EQ(RegisteredThreadCount(), before);
+}
+
 TEST_F(SafepointTest, ThreadBlockedInASafeRegionDoesNotDelayACollection) {
   std::atomic<bool> inside{false};
   std::thread blocked([&] {
