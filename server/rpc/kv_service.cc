@@ -1,11 +1,14 @@
 // The etcd services (kv_service.h).
 #include "server/rpc/kv_service.h"
 
+#include <chrono>
 #include <memory>
 #include <optional>
 #include <type_traits>
 
 #include "runtime/gc/gc.h"
+#include "runtime/safepoint/safepoint.h"
+#include "server/coord/runtime_executor.h"
 #include "server/rpc/call.h"
 #include "server/rpc/identity.h"
 #include "server/rpc/status.h"
@@ -35,42 +38,74 @@ std::string AlarmText(const etcdserverpb::AlarmMember& a) {
 
 }  // namespace
 
+KvService::KvService(ServerState* state) : state_(state), metrics_(&state->ForMethod("Range")) {}
+
+grpc::ServerUnaryReactor* KvService::Range(grpc::CallbackServerContext* context,
+                                           const etcdserverpb::RangeRequest* request,
+                                           etcdserverpb::RangeResponse* response) {
+  const auto start = std::chrono::steady_clock::now();
+  // Relaxed, as the workers' calls count themselves (call.h); Shutdown waits for the count to fall.
+  state_->requests_in_flight.fetch_add(1, std::memory_order_relaxed);
+  grpc::ServerUnaryReactor* reactor = context->DefaultReactor();
+  if (!request->range_end().empty() && !scans_.empty()) {
+    // Relaxed: only spreads the scans over the executors.
+    RuntimeExecutor* scan = scans_[next_scan_.fetch_add(1, std::memory_order_relaxed) % scans_.size()];
+    // gRPC keeps the context, request and response until the reactor finishes.
+    if (scan->Post([this, context, request, response, reactor, start] {
+          Answer(context, *request, response, reactor, start);
+        })) {
+      return reactor;
+    }
+  }
+  Answer(context, *request, response, reactor, start);
+  return reactor;
+}
+
+void KvService::Answer(grpc::CallbackServerContext* context, const etcdserverpb::RangeRequest& request,
+                       etcdserverpb::RangeResponse* response, grpc::ServerUnaryReactor* reactor,
+                       std::chrono::steady_clock::time_point start) {
+  grpc::Status status = [&] {
+    runtime::HeapVisit visit("grpc-callback");
+    absl::StatusOr<AuthInfo> who = Identify(*context, state_);
+    if (!who.ok()) return ToGrpc(who.status());
+    absl::StatusOr<etcdserverpb::RangeResponse> r = state_->engine->store().Range(request, &*who);
+    if (!r.ok()) return ToGrpc(r.status());
+    *response = *std::move(r);
+    state_->FillHeader(response->mutable_header());
+    return grpc::Status::OK;
+  }();
+  metrics_->Record(start, static_cast<int>(status.error_code()));
+  reactor->Finish(status);
+  // Release: a shutdown that reads zero sees every answer handed to gRPC (server_state.h).
+  state_->requests_in_flight.fetch_sub(1, std::memory_order_release);
+}
+
 void PostEtcdCalls(EtcdServices* services, grpc::ServerCompletionQueue* cq, ServerState* state) {
   using namespace etcdserverpb;  // NOLINT: the message names read better unqualified here
   auto* kv = &services->kv;
-  PostUnary<KV::AsyncService, RangeRequest, RangeResponse>(
-      kv, &KV::AsyncService::RequestRange, cq, state, "Range", [state](auto* call) {
-        const std::optional<AuthInfo> who =
-            Caller<std::remove_pointer_t<decltype(call)>, RangeResponse>(call, state);
-        if (!who.has_value()) return;
-        absl::StatusOr<RangeResponse> r = state->engine->store().Range(call->request(), &*who);
-        if (!r.ok()) return call->Finish(RangeResponse(), ToGrpc(r.status()));
-        state->FillHeader(r->mutable_header());
-        call->Finish(*r, grpc::Status::OK);
-      });
-  PostUnary<KV::AsyncService, PutRequest, PutResponse>(
-      kv, &KV::AsyncService::RequestPut, cq, state, "Put", [state](auto* call) {
+  PostUnary<KvService, PutRequest, PutResponse>(
+      kv, &KvService::RequestPut, cq, state, "Put", [state](auto* call) {
         const std::optional<AuthInfo> who =
             Caller<std::remove_pointer_t<decltype(call)>, PutResponse>(call, state);
         if (who.has_value()) FinishWrite(call, state, state->engine->store().Put(call->request(), &*who));
       });
-  PostUnary<KV::AsyncService, DeleteRangeRequest, DeleteRangeResponse>(
-      kv, &KV::AsyncService::RequestDeleteRange, cq, state, "DeleteRange", [state](auto* call) {
+  PostUnary<KvService, DeleteRangeRequest, DeleteRangeResponse>(
+      kv, &KvService::RequestDeleteRange, cq, state, "DeleteRange", [state](auto* call) {
         const std::optional<AuthInfo> who =
             Caller<std::remove_pointer_t<decltype(call)>, DeleteRangeResponse>(call, state);
         if (who.has_value())
           FinishWrite(call, state, state->engine->store().DeleteRange(call->request(), &*who));
       });
-  PostUnary<KV::AsyncService, TxnRequest, TxnResponse>(
-      kv, &KV::AsyncService::RequestTxn, cq, state, "Txn", [state](auto* call) {
+  PostUnary<KvService, TxnRequest, TxnResponse>(
+      kv, &KvService::RequestTxn, cq, state, "Txn", [state](auto* call) {
         const std::optional<AuthInfo> who =
             Caller<std::remove_pointer_t<decltype(call)>, TxnResponse>(call, state);
         if (who.has_value()) {
           FinishWrite(call, state, state->engine->store().Txn(call->request(), TxnReads::kDurable, &*who));
         }
       });
-  PostUnary<KV::AsyncService, CompactionRequest, CompactionResponse>(
-      kv, &KV::AsyncService::RequestCompact, cq, state, "Compact", [state](auto* call) {
+  PostUnary<KvService, CompactionRequest, CompactionResponse>(
+      kv, &KvService::RequestCompact, cq, state, "Compact", [state](auto* call) {
         const std::optional<AuthInfo> who =
             Caller<std::remove_pointer_t<decltype(call)>, CompactionResponse>(call, state);
         if (!who.has_value()) return;

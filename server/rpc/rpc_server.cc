@@ -72,6 +72,12 @@ absl::Status RpcServer::Start(GrpcListener* listener) {
   builder.SetMaxReceiveMessageSize(static_cast<int>(
       std::min<uint64_t>(config.max_request_bytes + 512 * 1024, std::numeric_limits<int>::max())));
   builder.SetMaxSendMessageSize(std::numeric_limits<int>::max());
+  std::vector<RuntimeExecutor*> scans;
+  for (int i = 0; i < config.workers; ++i) {
+    scans.push_back(
+        scan_executors_.emplace_back(std::make_unique<RuntimeExecutor>(absl::StrCat("scan-", i))).get());
+  }
+  etcd_.kv.SetScanExecutors(std::move(scans));
   builder.RegisterService(&etcd_.kv);
   builder.RegisterService(&etcd_.maintenance);
   builder.RegisterService(&etcd_.cluster);
@@ -166,8 +172,10 @@ void RpcServer::Shutdown(std::chrono::milliseconds grace) {
   for (auto& q : queues_) q->Shutdown();
   for (auto& w : workers_) w.join();
   workers_.clear();
-  // Every Lock and Election call has ended (their cancellations ran on the coordination thread).
+  // Every Lock and Election call has ended (their cancellations ran on the coordination thread), and
+  // every Range (Shutdown waited for the calls).
   if (coordination_executor_ != nullptr) coordination_executor_->Stop();
+  for (auto& scan : scan_executors_) scan->Stop();
   state_->watch_hub.store(nullptr, std::memory_order_release);
   state_->engine->store().SetAuthListener(nullptr);  // before the watch service it calls goes
   if (watch_ != nullptr) watch_->Stop();             // every stream has ended (Shutdown waits for them)

@@ -65,6 +65,7 @@ class RpcServer {
   std::unique_ptr<WatchService> watch_;  // on gRPC's callback API, beside the completion-queue services
   // Lock and Election (callback API): the recipes' store calls run on the coordination thread.
   std::unique_ptr<RuntimeExecutor> coordination_executor_;
+  std::vector<std::unique_ptr<RuntimeExecutor>> scan_executors_;  // Ranges over an interval (KvService)
   std::unique_ptr<HubEventSource> coordination_events_;
   std::unique_ptr<Coordinator> coordinator_;
   std::unique_ptr<LockService> lock_;
