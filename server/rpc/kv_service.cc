@@ -10,6 +10,7 @@
 #include "runtime/safepoint/safepoint.h"
 #include "server/coord/runtime_executor.h"
 #include "server/rpc/call.h"
+#include "server/rpc/grpc_handoff.h"
 #include "server/rpc/identity.h"
 #include "server/rpc/status.h"
 
@@ -38,6 +39,17 @@ std::string AlarmText(const etcdserverpb::AlarmMember& a) {
 
 }  // namespace
 
+// The reactor of one Range. Finish hands the call to gRPC, which calls OnDone once it is done with the
+// call, on any thread; both hand-offs are stated for ThreadSanitizer (grpc_handoff.h): the response,
+// written here (possibly on a scan executor), is destroyed by gRPC after OnDone.
+class RangeReactor final : public grpc::ServerUnaryReactor {
+ public:
+  void Answer(const grpc::Status& status) {
+    StartGrpcOperation(this, [&] { Finish(status); });
+  }
+  void OnDone() override { DeleteReactorFromGrpc(this); }
+};
+
 KvService::KvService(ServerState* state) : state_(state), metrics_(&state->ForMethod("Range")) {}
 
 grpc::ServerUnaryReactor* KvService::Range(grpc::CallbackServerContext* context,
@@ -46,7 +58,7 @@ grpc::ServerUnaryReactor* KvService::Range(grpc::CallbackServerContext* context,
   const auto start = std::chrono::steady_clock::now();
   // Relaxed, as the workers' calls count themselves (call.h); Shutdown waits for the count to fall.
   state_->requests_in_flight.fetch_add(1, std::memory_order_relaxed);
-  grpc::ServerUnaryReactor* reactor = context->DefaultReactor();
+  auto* reactor = new RangeReactor();
   if (!request->range_end().empty() && !scans_.empty()) {
     // Relaxed: only spreads the scans over the executors.
     RuntimeExecutor* scan = scans_[next_scan_.fetch_add(1, std::memory_order_relaxed) % scans_.size()];
@@ -62,7 +74,7 @@ grpc::ServerUnaryReactor* KvService::Range(grpc::CallbackServerContext* context,
 }
 
 void KvService::Answer(grpc::CallbackServerContext* context, const etcdserverpb::RangeRequest& request,
-                       etcdserverpb::RangeResponse* response, grpc::ServerUnaryReactor* reactor,
+                       etcdserverpb::RangeResponse* response, RangeReactor* reactor,
                        std::chrono::steady_clock::time_point start) {
   grpc::Status status = [&] {
     runtime::HeapVisit visit("grpc-callback");
@@ -75,7 +87,7 @@ void KvService::Answer(grpc::CallbackServerContext* context, const etcdserverpb:
     return grpc::Status::OK;
   }();
   metrics_->Record(start, static_cast<int>(status.error_code()));
-  reactor->Finish(status);
+  reactor->Answer(status);
   // Release: a shutdown that reads zero sees every answer handed to gRPC (server_state.h).
   state_->requests_in_flight.fetch_sub(1, std::memory_order_release);
 }

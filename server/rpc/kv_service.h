@@ -15,6 +15,7 @@
 
 namespace revkv::server {
 
+class RangeReactor;
 class RuntimeExecutor;
 
 // Methods revkv serves asynchronously run on the workers; Cluster's others keep gRPC's synchronous
@@ -47,7 +48,7 @@ class KvService final : public etcdserverpb::KV::WithCallbackMethod_Range<KvWrit
 
  private:
   void Answer(grpc::CallbackServerContext* context, const etcdserverpb::RangeRequest& request,
-              etcdserverpb::RangeResponse* response, grpc::ServerUnaryReactor* reactor,
+              etcdserverpb::RangeResponse* response, RangeReactor* reactor,
               std::chrono::steady_clock::time_point start);
 
   ServerState* state_;
