@@ -50,7 +50,12 @@ class RangeReactor final : public grpc::ServerUnaryReactor {
   void OnDone() override { DeleteReactorFromGrpc(this); }
 };
 
-KvService::KvService(ServerState* state) : state_(state), metrics_(&state->ForMethod("Range")) {}
+KvService::KvService(ServerState* state) : state_(state) {}
+
+void KvService::StartServing(std::vector<RuntimeExecutor*> scans) {
+  metrics_ = &state_->ForMethod("Range");
+  scans_ = std::move(scans);
+}
 
 grpc::ServerUnaryReactor* KvService::Range(grpc::CallbackServerContext* context,
                                            const etcdserverpb::RangeRequest* request,

@@ -38,9 +38,10 @@ using KvWriteMethods = etcdserverpb::KV::WithAsyncMethod_Put<
 class KvService final : public etcdserverpb::KV::WithCallbackMethod_Range<KvWriteMethods> {
  public:
   explicit KvService(ServerState* state);
-  // The executors that answer Ranges over an interval, in turn. Set before serving; without any, every
-  // Range is answered where it arrives.
-  void SetScanExecutors(std::vector<RuntimeExecutor*> executors) { scans_ = std::move(executors); }
+  // Called once before serving (the request metrics are registered by then): `scans` are the
+  // executors that answer Ranges over an interval, in turn; without any, every Range is answered where
+  // it arrives.
+  void StartServing(std::vector<RuntimeExecutor*> scans);
 
   grpc::ServerUnaryReactor* Range(grpc::CallbackServerContext* context,
                                   const etcdserverpb::RangeRequest* request,
@@ -52,7 +53,7 @@ class KvService final : public etcdserverpb::KV::WithCallbackMethod_Range<KvWrit
               std::chrono::steady_clock::time_point start);
 
   ServerState* state_;
-  const MethodMetrics* metrics_;
+  const MethodMetrics* metrics_ = nullptr;
   std::vector<RuntimeExecutor*> scans_;
   std::atomic<uint64_t> next_scan_{0};
 };

@@ -77,7 +77,7 @@ absl::Status RpcServer::Start(GrpcListener* listener) {
     scans.push_back(
         scan_executors_.emplace_back(std::make_unique<RuntimeExecutor>(absl::StrCat("scan-", i))).get());
   }
-  etcd_.kv.SetScanExecutors(std::move(scans));
+  etcd_.kv.StartServing(std::move(scans));
   builder.RegisterService(&etcd_.kv);
   builder.RegisterService(&etcd_.maintenance);
   builder.RegisterService(&etcd_.cluster);
