@@ -55,11 +55,13 @@ KvService::KvService(ServerState* state) : state_(state) {}
 void KvService::StartServing(std::vector<RuntimeExecutor*> scans) {
   metrics_ = &state_->ForMethod("Range");
   scans_ = std::move(scans);
+  HandOverToGrpc(this);  // read on gRPC's threads, some of which exist already (grpc_handoff.h)
 }
 
 grpc::ServerUnaryReactor* KvService::Range(grpc::CallbackServerContext* context,
                                            const etcdserverpb::RangeRequest* request,
                                            etcdserverpb::RangeResponse* response) {
+  TakeBackFromGrpc(this);  // what StartServing set
   const auto start = std::chrono::steady_clock::now();
   // Relaxed, as the workers' calls count themselves (call.h); Shutdown waits for the count to fall.
   state_->requests_in_flight.fetch_add(1, std::memory_order_relaxed);
